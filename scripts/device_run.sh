@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One device call: check and time everything, results under $OUT (one tarball + the log).
+# Usage on the device: bash scripts/device_run.sh [STEP ...]; steps: env eval runner tune compare compare-large helion
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" results/device
+export PYTHONUNBUFFERED=1 EVAL_COOLDOWN_S=${EVAL_COOLDOWN_S:-1}
+LOG=results/device/log.txt
+steps=${*:-env eval runner tune compare}
+printf 'B: 1; D: 64; S: 64; W: 4; seed: 4242\nB: 2; D: 128; S: 128; W: 4; seed: 5236\nB: 1; D: 256; S: 256; W: 3; seed: 1001\nB: 1; D: 128; S: 64; W: 8; seed: 5531\nB: 4; D: 64; S: 128; W: 4; seed: 9173\n' > results/device/tests.txt
+printf 'B: 1; D: 1536; S: 2048; W: 4; seed: 2146\nB: 1; D: 2560; S: 2048; W: 4; seed: 3129\nB: 1; D: 2560; S: 4096; W: 4; seed: 54352\n' > results/device/benchmarks.txt
+run() { echo "### $*" | tee -a "$LOG"; "$@" 2>&1 | tee -a "$LOG"; echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; }
+for step in $steps; do
+  case $step in
+    env) run nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+         run python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())";;
+    eval) run python3 eval.py both --json results/device/eval_both.json;;
+    runner) for mode in test benchmark leaderboard; do
+              file=results/device/tests.txt; [ $mode = test ] || file=results/device/benchmarks.txt
+              echo "### runner $mode" | tee -a "$LOG"
+              POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file 3>results/device/runner_$mode.txt 2>&1 | tee -a "$LOG"
+              echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; cat results/device/runner_$mode.txt | tee -a "$LOG"
+            done;;
+    tune) run python3 scripts/cli.py tune --dry-run;;
+    compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} ${VARIANTS:-};;
+    compare-large) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --shapes large --shapes small --no-reference --out results/device/large ${VARIANTS:-};;
+  esac
+done
+tar czf "$OUT/results.tgz" results
+cp "$LOG" "$OUT/log.txt"

@@ -1,0 +1,121 @@
+"""results/history.jsonl: one line per local benchmark, comparison or submission, newest last."""
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HISTORY = ROOT / "results" / "history.jsonl"
+
+
+def git_commit(root: Path = ROOT) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def file_hash(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def make_entry(*, source: str, mode: str, gpu: str, file, per_case_us: dict, geomean_us, outcome: str,
+               **extra) -> dict:
+    entry = {"time": now(), "commit": git_commit(), "file": str(file),
+             "file_hash": file_hash(file) if Path(file).is_file() else None, "gpu": gpu,
+             "source": source, "mode": mode, "per_case_us": per_case_us, "geomean_us": geomean_us,
+             "outcome": outcome}
+    entry.update(extra)
+    return entry
+
+
+def entry_from_eval(run: dict, submission, device: str) -> dict:
+    per_case = {c["spec"]: c["stats_ns"]["mean"] / 1e3 for c in run["cases"] if "stats_ns" in c}
+    return make_entry(source="eval", mode=run["mode"], gpu=device, file=submission, per_case_us=per_case,
+                      geomean_us=run.get("geomean_us"), outcome="pass" if run["passed"] else "fail")
+
+
+def append_entry(entry: dict, path: Path = HISTORY) -> None:
+    """Append one line with a single write on an O_APPEND descriptor, so lines never interleave."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(entry, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_entries(path: Path = HISTORY, warn=lambda msg: print(msg, file=sys.stderr)) -> list[dict]:
+    """Every readable line; a corrupt one is skipped with a warning naming its line number."""
+    if not path.exists():
+        return []
+    entries = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise ValueError("not an object")
+        except ValueError as error:
+            warn(f"warning: {path.name} line {number} is not a history entry ({error}); skipped")
+            continue
+        entries.append(entry)
+    return entries
+
+
+def best_per_gpu(entries: list[dict]) -> dict:
+    """gpu -> index of its passing entry with the lowest geomean."""
+    best = {}
+    for i, e in enumerate(entries):
+        g = e.get("geomean_us")
+        if g is None or e.get("outcome") != "pass":
+            continue
+        if e.get("gpu") not in best or g < entries[best[e.get("gpu")]]["geomean_us"]:
+            best[e.get("gpu")] = i
+    return best
+
+
+def format_table(entries: list[dict]) -> str:
+    best = set(best_per_gpu(entries).values())
+    header = f"{'':2}{'time':<26}{'commit':<10}{'gpu':<22}{'source':<9}{'mode':<12}{'geomean us':>11}  outcome  file"
+    rows = [header]
+    for i, e in enumerate(entries):
+        g = e.get("geomean_us")
+        rows.append(f"{'*' if i in best else ' ':2}{str(e.get('time', '?')):<26}{str(e.get('commit', '?')):<10}"
+                    f"{str(e.get('gpu', '?')):<22}{str(e.get('source', '?')):<9}{str(e.get('mode', '?')):<12}"
+                    f"{(f'{g:.2f}' if isinstance(g, (int, float)) else '-'):>11}  {str(e.get('outcome', '?')):<8} "
+                    f"{Path(str(e.get('file', ''))).name}")
+    rows.append("* best passing geomean per GPU")
+    return "\n".join(rows)
+
+
+def plot(entries: list[dict], out: Path) -> None:
+    """Geomean over time, one line per GPU. Needs matplotlib; ImportError says so."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("history --plot needs matplotlib: pip install matplotlib") from None
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for gpu in sorted({e.get("gpu") for e in entries if e.get("geomean_us") is not None}):
+        points = [(datetime.datetime.fromisoformat(e["time"]), e["geomean_us"]) for e in entries
+                  if e.get("gpu") == gpu and e.get("geomean_us") is not None]
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=gpu)
+    ax.set_ylabel("geomean (us)")
+    ax.set_title("causal_conv1d: geomean over time")
+    ax.legend()
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(out)
