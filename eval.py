@@ -250,7 +250,7 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: boo
         torch.cuda.synchronize()
         run_again = graph.replay
     else:
-        outcome.notes.append("CPU, Triton interpreter: no CUDA-graph capture; the kernel was called directly")
+        outcome.notes.append("CPU, under the interpreter: no CUDA-graph capture; the kernel was called directly")
         graph_output = _call(custom_kernel, graph_data)
 
         def run_again():
@@ -293,6 +293,13 @@ def load_submission(path: Path):
     return module
 
 
+def interpreter_env(source: str) -> dict:
+    """The one interpreter a CPU run needs: Helion's for a Helion file (it refuses to run beside
+    Triton's), else Triton's."""
+    uses_helion = re.search(r"^\s*(import|from)\s+helion\b", source, re.MULTILINE)
+    return {"HELION_INTERPRET": "1"} if uses_helion else {"TRITON_INTERPRET": "1"}
+
+
 def _case_worker(conn, mode, args, submission, problem_dir, secret, measure_floor, rep_ms):
     """The body of a case's spawned process: everything it knows arrives as arguments."""
     try:
@@ -300,8 +307,7 @@ def _case_worker(conn, mode, args, submission, problem_dir, secret, measure_floo
         import torch
 
         if not torch.cuda.is_available():
-            os.environ["TRITON_INTERPRET"] = "1"
-            os.environ["HELION_INTERPRET"] = "1"
+            os.environ.update(interpreter_env(Path(submission).read_text()))
         import reference
         from utils import set_seed
 
@@ -398,6 +404,7 @@ class HumanReporter:
     def __init__(self, stream=sys.stdout):
         self.stream = stream
         self.runs = []
+        self.notes_said = set()
 
     def say(self, text=""):
         print(text, file=self.stream, flush=True)
@@ -420,7 +427,9 @@ class HumanReporter:
             if outcome.error:
                 self.say(f"         {outcome.error}")
             for note in outcome.notes:
-                self.say(f"         note: {note}")
+                if note not in self.notes_said:  # the same note for every case is said once
+                    self.notes_said.add(note)
+                    self.say(f"         note: {note}")
             if outcome.report:
                 self.say(outcome.report)
             return

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # One device call: check and time everything, results under $OUT (one tarball + the log).
-# Usage on the device: bash scripts/device_run.sh [STEP ...]; steps: env eval runner tune compare compare-large helion
+# Usage on the device: bash scripts/device_run.sh [STEP ...]
+# steps: env eval runner tune tune-apply helion compare compare-large (in the order given)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" results/device
 export PYTHONUNBUFFERED=1 EVAL_COOLDOWN_S=${EVAL_COOLDOWN_S:-1}
 LOG=results/device/log.txt
 steps=${*:-env eval runner tune compare}
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then  # carried wheels (helion): the device has no network
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
 printf 'B: 1; D: 64; S: 64; W: 4; seed: 4242\nB: 2; D: 128; S: 128; W: 4; seed: 5236\nB: 1; D: 256; S: 256; W: 3; seed: 1001\nB: 1; D: 128; S: 64; W: 8; seed: 5531\nB: 4; D: 64; S: 128; W: 4; seed: 9173\n' > results/device/tests.txt
 printf 'B: 1; D: 1536; S: 2048; W: 4; seed: 2146\nB: 1; D: 2560; S: 2048; W: 4; seed: 3129\nB: 1; D: 2560; S: 4096; W: 4; seed: 54352\n' > results/device/benchmarks.txt
 run() { echo "### $*" | tee -a "$LOG"; "$@" 2>&1 | tee -a "$LOG"; echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; }
@@ -22,6 +26,10 @@ for step in $steps; do
               echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; cat results/device/runner_$mode.txt | tee -a "$LOG"
             done;;
     tune) run python3 scripts/cli.py tune --dry-run;;
+    tune-apply) run python3 scripts/cli.py tune; cp submission.py results/device/submission_tuned.py;;
+    helion) run timeout ${HELION_TIMEOUT:-300} python3 scripts/helion_autotune.py --write
+            cp submissions/submission_helion.py results/device/submission_helion_tuned.py
+            run python3 eval.py test --submission submissions/submission_helion.py;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} ${VARIANTS:-};;
     compare-large) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --shapes large --shapes small --no-reference --out results/device/large ${VARIANTS:-};;
   esac

@@ -12,6 +12,9 @@ HISTORY = ROOT / "results" / "history.jsonl"
 
 
 def git_commit(root: Path = ROOT) -> str:
+    """The short commit of the workspace; WORKSPACE_COMMIT names it where the tree travels without .git."""
+    if os.environ.get("WORKSPACE_COMMIT"):
+        return os.environ["WORKSPACE_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
         return out.stdout.strip() or "unknown"

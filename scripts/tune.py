@@ -15,8 +15,10 @@ if str(ROOT) not in sys.path:
 
 import eval as harness  # noqa: E402
 
-SEARCH_SPACE = [(block, warps) for block in (512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
-                if block // (4 * 32 * warps) >= 1]  # every thread owns at least one 16-byte group
+# Every thread owns 2 to 16 groups of 4 (8 to 64 outputs): fewer starves the loads in flight,
+# more spills nothing but leaves too few programs for 132 SMs on the small cases.
+SEARCH_SPACE = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
+                if 8 <= block // (32 * warps) <= 64]
 BEGIN, END = "# <tune:configs>", "# </tune:configs>"
 _ENTRY = re.compile(r'^(\s*)\("(?P<gpu>[^"]+)", (?P<shape>\d+, \d+, \d+, \d+)\): \((?P<cfg>\d+, \d+)\),(?P<tail>.*)$')
 
