@@ -8,6 +8,7 @@ and Helion's search log beside it. Paste the winners into the file's SHAPE_CONFI
 forbids autotuning, so they must be hard-coded.
 """
 import argparse
+import importlib.metadata
 import json
 import sys
 import time
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
         found[f"{B},{D},{S},{W}"] = {"config": dict(config), "seconds": round(time.time() - start, 1)}
         print(f"({B}, {D}, {S}, {W}): {dict(config)}  [{found[f'{B},{D},{S},{W}']['seconds']} s]", flush=True)
         (opts.out / "configs.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "helion": helion.__version__, "effort": opts.effort,
+            {"device": torch.cuda.get_device_name(), "helion": importlib.metadata.version("helion"), "effort": opts.effort,
              "configs": found}, indent=2))
         if opts.write:  # shape by shape, so a search cut short still leaves what it found
             path = ROOT / "submissions" / "submission_helion.py"
