@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HISTORY = ROOT / "results" / "history.jsonl"
+# WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
+HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
 
 
 def git_commit(root: Path = ROOT) -> str:
@@ -46,8 +47,9 @@ def entry_from_eval(run: dict, submission, device: str) -> dict:
                       geomean_us=run.get("geomean_us"), outcome="pass" if run["passed"] else "fail")
 
 
-def append_entry(entry: dict, path: Path = HISTORY) -> None:
+def append_entry(entry: dict, path: Path | None = None) -> None:
     """Append one line with a single write on an O_APPEND descriptor, so lines never interleave."""
+    path = Path(path or HISTORY)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entry, sort_keys=True) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -57,8 +59,9 @@ def append_entry(entry: dict, path: Path = HISTORY) -> None:
         os.close(fd)
 
 
-def read_entries(path: Path = HISTORY, warn=lambda msg: print(msg, file=sys.stderr)) -> list[dict]:
+def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.stderr)) -> list[dict]:
     """Every readable line; a corrupt one is skipped with a warning naming its line number."""
+    path = Path(path or HISTORY)
     if not path.exists():
         return []
     entries = []

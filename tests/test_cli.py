@@ -1,0 +1,309 @@
+"""scripts/: the leaderboard loop. Plain functions first, then the CLI end to end with a fake popcorn."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import eval as harness
+from conftest import ROOT
+from scripts import compare as cmp
+from scripts import history, leaderboard, tune
+
+DIRECTIVES = "#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n"
+GOOD_BODY = """
+import torch
+from task import input_t, output_t
+
+
+def custom_kernel(data: input_t) -> output_t:
+    x, weight, bias = data
+    W = weight.shape[1]
+    padded = torch.nn.functional.pad(x, (W - 1, 0))
+    return torch.nn.functional.conv1d(padded, weight.unsqueeze(1), bias, groups=x.shape[1])
+"""
+
+
+def ok_suite(path):
+    return True, ""
+
+
+# ----------------------------------------------------------------------------- preflight
+
+
+def test_directives_and_target():
+    assert leaderboard.parse_directives(DIRECTIVES) == {"leaderboard": "causal_conv1d", "gpu": "B200_Nebius"}
+    board, gpu, notes = leaderboard.resolve_target(DIRECTIVES, None, None)
+    assert (board, gpu, notes) == ("causal_conv1d", "B200_Nebius", [])
+
+
+def test_a_flag_overriding_a_directive_is_reported():
+    with pytest.raises(leaderboard.PreflightError, match="not one the causal_conv1d leaderboard runs on"):
+        leaderboard.resolve_target(DIRECTIVES, None, "H100")
+    text = "#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu H100\n"
+    board, gpu, notes = leaderboard.resolve_target(text, None, "B200_Nebius")
+    assert gpu == "B200_Nebius" and "overrides the file's '#!POPCORN gpu H100'" in notes[0]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("import torch\n", "no leaderboard"),
+    ("#!POPCORN leaderboard causal_conv1d\n", "no GPU"),
+    ("#!POPCORN leaderboard grayscale\n#!POPCORN gpu B200_Nebius\n", "is not 'causal_conv1d'"),
+    ("#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu MI300\n", "not one the causal_conv1d leaderboard runs on"),
+])
+def test_preflight_refuses_bad_directives(tmp_path, text, message):
+    path = tmp_path / "s.py"
+    path.write_text(text + GOOD_BODY)
+    with pytest.raises(leaderboard.PreflightError, match=message):
+        leaderboard.preflight(path, None, None, ok_suite)
+
+
+@pytest.mark.parametrize("line,module", [
+    ("from scripts import tune", "scripts"),
+    ("import reference", "reference"),
+    ("import cupy as cp", "cupy"),
+    ("from . import helper", "."),
+])
+def test_preflight_refuses_imports_the_runner_lacks(tmp_path, line, module):
+    path = tmp_path / "s.py"
+    path.write_text(DIRECTIVES + line + "\n" + GOOD_BODY)
+    with pytest.raises(leaderboard.PreflightError, match=f"imports {module}(,|\\s)"):
+        leaderboard.preflight(path, None, None, ok_suite)
+
+
+def test_preflight_accepts_the_runners_modules_and_the_standard_library():
+    text = "import math, functools\nimport numpy as np\nimport triton.language as tl\nimport helion\nfrom task import input_t\n"
+    assert leaderboard.foreign_imports(text) == []
+    assert leaderboard.foreign_imports((ROOT / "submission.py").read_text()) == []
+    assert leaderboard.foreign_imports((ROOT / "submissions" / "submission_helion.py").read_text()) == []
+
+
+def test_preflight_refuses_a_file_that_fails_the_correctness_suite(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text(DIRECTIVES + GOOD_BODY)
+    with pytest.raises(leaderboard.PreflightError, match="correctness suite fails: case 3 is wrong"):
+        leaderboard.preflight(path, None, None, lambda p: (False, "case 3 is wrong"))
+
+
+def test_caching_patterns_are_warnings():
+    text = DIRECTIVES + textwrap.dedent("""
+        _seen = {}
+        def custom_kernel(data):
+            global _last
+            key = data[0].data_ptr()
+            other = id(data)
+            _out_cache[key] = 1
+    """)
+    warnings = leaderboard.caching_warnings(text)
+    assert any("data_ptr" in w for w in warnings) and any("id()" in w for w in warnings)
+    assert any("global" in w for w in warnings) and any("cache-like" in w for w in warnings)
+    assert leaderboard.caching_warnings((ROOT / "submission.py").read_text()) == []
+
+
+def test_popcorn_command_is_the_plain_mode():
+    cmd = leaderboard.popcorn_command("popcorn-cli", "causal_conv1d", "B200_Nebius", "leaderboard", Path("s.py"), Path("o.txt"))
+    assert cmd == ["popcorn-cli", "submit", "--no-tui", "--leaderboard", "causal_conv1d", "--gpu", "B200_Nebius",
+                   "--mode", "leaderboard", "s.py", "-o", "o.txt"]
+
+
+# ----------------------------------------------------------------------------- history
+
+
+def test_history_round_trip_skips_a_corrupt_line(tmp_path):
+    path = tmp_path / "history.jsonl"
+    for gpu, geo in (("NVIDIA H200", 13.5), ("NVIDIA H200", 12.9), ("B200_Nebius", None), ("NVIDIA H200", 14.0)):
+        history.append_entry({"time": "2026-12-02T12:00:00+00:00", "gpu": gpu, "geomean_us": geo, "outcome": "pass",
+                              "source": "eval", "mode": "benchmark", "commit": "abc", "file": "submission.py"}, path)
+    with open(path, "a") as f:
+        f.write("{not json\n")
+    history.append_entry({"time": "2026-12-02T13:00:00+00:00", "gpu": "B200_Nebius", "geomean_us": 10.0,
+                          "outcome": "pass"}, path)
+    warned = []
+    entries = history.read_entries(path, warn=warned.append)
+    assert len(entries) == 5 and len(warned) == 1 and "line 5" in warned[0]
+    assert history.best_per_gpu(entries) == {"NVIDIA H200": 1, "B200_Nebius": 4}
+    table = history.format_table(entries).splitlines()
+    assert table[2].startswith("* ") and table[5].startswith("* ") and not table[1].startswith("*")
+
+
+def test_history_lines_are_whole_json_objects(tmp_path):
+    path = tmp_path / "h.jsonl"
+    entry = history.make_entry(source="eval", mode="benchmark", gpu="cpu", file=ROOT / "submission.py",
+                               per_case_us={"a": 1.0}, geomean_us=1.0, outcome="pass")
+    history.append_entry(entry, path)
+    line = path.read_text()
+    assert line.endswith("\n") and json.loads(line)["file_hash"] == history.file_hash(ROOT / "submission.py")
+
+
+def test_history_command_and_plot_message(tmp_path, monkeypatch):
+    from scripts import cli
+
+    path = tmp_path / "h.jsonl"
+    monkeypatch.setattr(history, "HISTORY", path)
+    result = CliRunner().invoke(cli.cli, ["history"])
+    assert result.exit_code == 0 and "no history yet" in result.output
+    history.append_entry({"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 13.0,
+                          "outcome": "pass"}, path)
+    result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
+    try:
+        import matplotlib  # noqa: F401
+        assert result.exit_code == 0 and (tmp_path / "p.png").exists()
+    except ImportError:
+        assert result.exit_code != 0 and "needs matplotlib" in result.output
+
+
+# ----------------------------------------------------------------------------- tune and compare mechanics
+
+
+def fake_timer(fn, rep_ms):
+    start = time.perf_counter()
+    fn()
+    return harness.calculate_stats([(time.perf_counter() - start) * 1e9] * 2)
+
+
+def test_tune_sweeps_rewrites_and_restores(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "time_protocol", fake_timer)
+    from scripts.baselines import load_kernel_file
+
+    copy = tmp_path / "submission.py"
+    copy.write_text((ROOT / "submission.py").read_text())
+    module = load_kernel_file(copy, "submission_under_tune")
+    before = dict(module.CONFIGS)
+    results = tune.sweep(module, "cpu", [cmp.parse_shape("1x2x40x4")], [(64, 1), (128, 1)], rep_ms=1)
+    assert module.CONFIGS == before  # the sweep leaves the table as it found it
+    best = tune.best_configs(results)
+    assert set(results[(1, 2, 40, 4)]) == {(64, 1), (128, 1)} and best[(1, 2, 40, 4)] in {(64, 1), (128, 1)}
+
+    old = copy.read_text()
+    new = tune.rewrite_configs(old, "h200", {(1, 1536, 2048, 4): (512, 2), (7, 7, 7, 7): (256, 1)})
+    assert '("h200", 1, 1536, 2048, 4): (512, 2),' in new and '("h200", 7, 7, 7, 7): (256, 1),' in new
+    assert '("b200", 1, 1536, 2048, 4)' in new and "# B200 (untested" in new  # the rest is kept
+    assert "+    (\"h200\", 7, 7, 7, 7): (256, 1)," in tune.diff(old, new)
+
+    ok, _ = tune.apply_safely(copy, new, lambda p: (False, "a test fails"))
+    assert not ok and copy.read_text() == old  # restored
+    ok, _ = tune.apply_safely(copy, new, lambda p: (True, ""))
+    assert ok and copy.read_text() == new
+    ok, message = tune.apply_safely(copy, old, lambda p: 1 / 0)
+    assert not ok and "ZeroDivisionError" in message and copy.read_text() == new
+
+
+def test_rewrite_refuses_a_file_without_markers():
+    with pytest.raises(ValueError, match="no config table"):
+        tune.rewrite_configs("CONFIGS = {}\n", "h200", {})
+
+
+def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "time_protocol", fake_timer)
+    wrong = tmp_path / "wrong_variant.py"
+    wrong.write_text("import torch\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n")
+    impls = cmp.build_impls(ROOT / "submission.py", [wrong])
+    impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
+    cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
+    ticks = []
+    raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
+    assert len(ticks) == 2 * len(cases) * len(impls)
+    summary = cmp.summarize(raw, cases)
+    assert len(raw["submission"]["1x3x40"]["rounds_us"]) == 2
+    assert "1x3x40" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40"]
+    table = cmp.format_table(summary, cases)
+    assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table
+    path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out")
+    data = json.loads(path.read_text())
+    assert data["commit"] == "abc1234" and "submission" in data["impls"] and "copy" in data["impls"]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("4x2560x4096", {"B": 4, "D": 2560, "S": 4096, "W": 4}), ("1x8x16x3", {"B": 1, "D": 8, "S": 16, "W": 3})])
+def test_parse_shape(text, expected):
+    args = cmp.parse_shape(text)
+    assert {k: args[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("text", ["4x2560", "0x1x1", "axbxc"])
+def test_parse_shape_refuses_nonsense(text):
+    with pytest.raises(ValueError):
+        cmp.parse_shape(text)
+
+
+# ----------------------------------------------------------------------------- the CLI end to end
+
+
+def run_cli(args, env_extra, input_text=None):
+    env = dict(os.environ, **env_extra)
+    env.pop("POPCORN_FD", None)
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "cli.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, input=input_text, timeout=600)
+
+
+@pytest.fixture
+def fake_popcorn(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "popcorn_args.json"
+    script = bin_dir / "popcorn-cli"
+    script.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import json, sys
+        json.dump(sys.argv[1:], open({str(record)!r}, "w"))
+        print("benchmark.0.mean: 8000.0")
+        print("benchmark.1.mean: 12000.0")
+        print("benchmark.2.mean: 22000.0")
+    """))
+    script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")}
+    env.pop("POPCORN_BIN", None)
+    return env, record, tmp_path
+
+
+def test_cli_lists_the_daily_commands():
+    from scripts import cli
+
+    result = CliRunner().invoke(cli.cli, ["--help"])
+    for command in ("test", "bench", "compare", "tune", "submit", "history"):
+        assert f"  {command} " in result.output
+
+
+def test_submit_end_to_end_with_a_fake_popcorn(fake_popcorn):
+    env, record, tmp = fake_popcorn
+    sub = tmp / "candidate.py"
+    sub.write_text(DIRECTIVES + GOOD_BODY)
+    proc = run_cli(["submit", str(sub), "--mode", "benchmark"], env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    args = json.loads(record.read_text())
+    assert args[:9] == ["submit", "--no-tui", "--leaderboard", "causal_conv1d", "--gpu", "B200_Nebius",
+                        "--mode", "benchmark", str(sub)]
+    assert args[9] == "-o" and "/results/remote/" in args[10]
+    assert "benchmark.2.mean: 22000.0" in proc.stdout  # popcorn's output is streamed through
+    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
+    assert entry["source"] == "popcorn" and entry["mode"] == "benchmark" and entry["outcome"] == "pass"
+    assert entry["geomean_us"] == pytest.approx((8 * 12 * 22) ** (1 / 3))
+
+    # A ranked run asks first; answering no sends nothing.
+    record.unlink()
+    proc = run_cli(["submit", str(sub), "--mode", "leaderboard"], env, input_text="n\n")
+    assert proc.returncode != 0 and "Aborted" in proc.stdout + proc.stderr and not record.exists()
+
+
+def test_submit_refusals_and_missing_popcorn(fake_popcorn):
+    env, record, tmp = fake_popcorn
+    foreign = tmp / "foreign.py"
+    foreign.write_text(DIRECTIVES + "from scripts import tune\n" + GOOD_BODY)
+    proc = run_cli(["submit", str(foreign)], env)
+    assert proc.returncode != 0 and "imports scripts" in proc.stderr and "Traceback" not in proc.stderr
+    assert not record.exists()
+
+    sub = tmp / "candidate.py"
+    sub.write_text(DIRECTIVES + GOOD_BODY)
+    proc = run_cli(["submit", str(sub), "--dry-run"], env)
+    assert proc.returncode == 0 and "submit --no-tui --leaderboard causal_conv1d --gpu B200_Nebius --mode test" in proc.stdout
+    assert not record.exists()
+
+    no_popcorn = dict(env, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
+    proc = run_cli(["submit", str(sub)], no_popcorn)
+    assert proc.returncode != 0 and "popcorn-cli was not found" in proc.stderr and "Traceback" not in proc.stderr

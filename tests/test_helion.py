@@ -1,0 +1,88 @@
+"""submissions/submission_helion.py under Helion's interpreter (HELION_INTERPRET=1) on the CPU.
+
+Helion's interpreter refuses to run beside Triton's, and this test process runs Triton's, so every
+kernel call here happens in a child process with HELION_INTERPRET=1 and no TRITON_INTERPRET.
+"""
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HAS_GPU, ROOT
+
+HELION_FILE = ROOT / "submissions" / "submission_helion.py"
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("helion") is None,
+                                reason="helion is not installed (pip install -r requirements-helion.txt)")
+
+CHILD = r"""
+import json, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from scripts.baselines import load_kernel_file
+module = load_kernel_file(__import__("pathlib").Path(sys.argv[2]), "submission_helion")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+errors = {}
+for B, D, S, W in json.loads(sys.argv[3]):
+    gen = torch.Generator().manual_seed(B * 1000 + D * 10 + S)
+    x, w, b = torch.randn(B, D, S, generator=gen), torch.randn(D, W, generator=gen), torch.randn(D, generator=gen)
+    out = module.custom_kernel((x.to(device), w.to(device), b.to(device))).cpu().double()
+    ref = torch.nn.functional.conv1d(torch.nn.functional.pad(x.double(), (W - 1, 0)), w.double().unsqueeze(1),
+                                     b.double(), groups=D)
+    errors[f"{B}x{D}x{S}x{W}"] = (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")
+bad = []
+for name, data in (("dtype", (torch.zeros(1, 2, 8, dtype=torch.float64), torch.zeros(2, 4), torch.zeros(2))),
+                   ("D", (torch.zeros(1, 2, 8), torch.zeros(3, 4), torch.zeros(2))),
+                   ("W", (torch.zeros(1, 2, 8), torch.zeros(2, 0), torch.zeros(2)))):
+    try:
+        module.custom_kernel(data)
+        bad.append(f"{name}: accepted")
+    except ValueError as error:
+        bad.append(f"{name}: {error}")
+print(json.dumps({"errors": errors, "bad": bad}))
+"""
+
+SHAPES = [(1, 64, 64, 4), (2, 3, 40, 4), (1, 2, 3, 4), (1, 3, 2, 8), (2, 2, 37, 4), (1, 4, 45, 3),
+          (3, 1, 64, 1), (1, 2, 64, 8), (1, 2, 48, 16), (1, 3, 50, 5), (1, 1, 2053, 4)]
+
+
+def child_env():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if not HAS_GPU:
+        env["HELION_INTERPRET"] = "1"
+    env["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner sets it: nothing may autotune
+    return env
+
+
+def test_helion_kernel_is_right_on_varied_shapes_and_refuses_bad_input():
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), str(HELION_FILE), json.dumps(SHAPES)],
+                          env=child_env(), capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(result["errors"]) == {f"{B}x{D}x{S}x{W}" for B, D, S, W in SHAPES}
+    for shape, error in result["errors"].items():
+        assert error < 1e-4, (shape, error)
+    assert result["bad"][0] == "dtype: x must be float32, got torch.float64"
+    assert result["bad"][1] == "D: weight is [3, W] but x has D = 2 channels"
+    assert result["bad"][2] == "W: weight width W must be >= 1, got 0"
+
+
+def test_eval_passes_the_helion_submission_on_the_task_tests():
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "POPCORN_FD")}
+    proc = subprocess.run([sys.executable, "eval.py", "test", "--submission", str(HELION_FILE)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("[pass]") == 5
+
+
+def test_every_task_shape_has_a_hard_coded_config_and_nothing_autotunes():
+    text = HELION_FILE.read_text()
+    for shape in ["(1, 64, 64, 4)", "(2, 128, 128, 4)", "(1, 256, 256, 3)", "(1, 128, 64, 8)", "(4, 64, 128, 4)",
+                  "(1, 1536, 2048, 4)", "(1, 2560, 2048, 4)", "(1, 2560, 4096, 4)"]:
+        assert re.search(re.escape(shape) + r": dict\(block_sizes=", text), shape
+    calls = re.findall(r"helion\.kernel\(([^)]*)\)", text)
+    assert calls and all("config=" in call for call in calls)
+    assert "autotune" not in text.split("def conv1d_groups")[1]
