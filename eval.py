@@ -278,10 +278,13 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: boo
     elif mode == "profile":
         from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+        with profile(activities=activities) as prof:
             custom_kernel(_clone(data))
-            torch.cuda.synchronize()
-        outcome.report = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=20)
+            if on_gpu:
+                torch.cuda.synchronize()
+        sort_by = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
+        outcome.report = prof.key_averages().table(sort_by=sort_by, row_limit=20)
     return outcome
 
 

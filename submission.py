@@ -23,8 +23,6 @@ import triton.language as tl
 
 from task import input_t, output_t
 
-GROUP = 4  # fp32 elements in one 16-byte access
-
 # <tune:configs> (rewritten by `python scripts/cli.py tune`; keep it plain data)
 # (gpu, B, D, S, W) -> (BLOCK, num_warps). BLOCK: outputs per program along S.
 CONFIGS = {

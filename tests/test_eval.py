@@ -1,4 +1,6 @@
 """eval.py: the runner's protocol, and the checks that keep a wrong kernel from looking right."""
+import base64
+import io
 import json
 import os
 import subprocess
@@ -291,6 +293,26 @@ def test_local_report_names_the_failure_and_writes_json(tmp_path):
     assert "[FAIL] B: 1; D: 4; S: 16; W: 4; seed: 1" in proc.stdout and "mismatch found" in proc.stdout
     data = json.loads(report.read_text())
     assert data["passed"] is False and data["runs"][0]["cases"][0]["ok"] is False
+
+
+def test_popcorn_lines_for_timings_and_a_profile():
+    lines = io.StringIO()
+    reporter = harness.PopcornReporter(lines)
+    case = harness.parse_tests("B: 1; D: 4; S: 32; W: 4; seed: 1")[0]
+    reporter.begin("benchmark", [case])
+    reporter.case("benchmark", 0, case, harness.Outcome(ok=True, stats=harness.calculate_stats([1000.0, 3000.0])))
+    reporter.end("benchmark", True)
+    assert lines.getvalue().splitlines() == [
+        "benchmark-count: 1", "benchmark.0.spec: B: 1; D: 4; S: 32; W: 4; seed: 1", "benchmark.0.runs: 2",
+        "benchmark.0.mean: 2000.0", f"benchmark.0.std: {2 ** 0.5 * 1000.0}", "benchmark.0.err: 1000.0",
+        "benchmark.0.best: 1000.0", "benchmark.0.worst: 3000.0", "check: pass"]
+
+    outcome = harness.run_case("profile", SMALL, good_kernel, reference)  # the profiler's table, any device
+    assert outcome.ok and "Self CPU" in outcome.report
+    lines = io.StringIO()
+    harness.PopcornReporter(lines).case("profile", 0, case, outcome)
+    encoded = lines.getvalue().splitlines()[1].split(": ", 1)[1]
+    assert base64.b64decode(encoded).decode() == outcome.report
 
 
 def test_interpreter_choice_follows_the_submission():

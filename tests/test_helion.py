@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import HAS_GPU, ROOT
+from test_submission import RANDOM_SHAPES, TASK_TESTS
 
 HELION_FILE = ROOT / "submissions" / "submission_helion.py"
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("helion") is None,
@@ -45,8 +46,8 @@ for name, data in (("dtype", (torch.zeros(1, 2, 8, dtype=torch.float64), torch.z
 print(json.dumps({"errors": errors, "bad": bad}))
 """
 
-SHAPES = [(1, 64, 64, 4), (2, 3, 40, 4), (1, 2, 3, 4), (1, 3, 2, 8), (2, 2, 37, 4), (1, 4, 45, 3),
-          (3, 1, 64, 1), (1, 2, 64, 8), (1, 2, 48, 16), (1, 3, 50, 5), (1, 1, 2053, 4)]
+# The Triton kernel's shapes, plus rows of a length that is a multiple of 4 for the grouped path.
+SHAPES = TASK_TESTS + RANDOM_SHAPES + [(2, 3, 40, 4), (1, 2, 48, 16), (1, 1, 2052, 4)]
 
 
 def child_env():
