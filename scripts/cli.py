@@ -81,10 +81,10 @@ def compare(variants, submission, shapes, rounds, rep_ms, no_reference, out_dir)
     out_dir = out_dir or ROOT / "results" / device.lower().replace(" ", "-")
     commit = history.git_commit()
     path = cmp.write_results(summary, cases, device, commit, datetime.date.today().isoformat(), out_dir)
+    files = {"submission": submission, **{path.stem: path for path in variants}}
     for name, entry in summary.items():
         history.append_entry(history.make_entry(
-            source="compare", mode=name, gpu=device,
-            file=submission if name == "submission" else ROOT / "scripts" / "baselines.py",
+            source="compare", mode=name, gpu=device, file=files.get(name, ROOT / "scripts" / "baselines.py"),
             per_case_us=entry["per_case_us"], geomean_us=entry["geomean_us"],
             outcome="fail" if entry.get("errors") else "pass", vs_copy=entry["vs_copy"]))
     click.echo(cmp.format_table(summary, cases))
