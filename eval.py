@@ -288,10 +288,11 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: boo
     return outcome
 
 
-def load_submission(path: Path):
-    spec = importlib.util.spec_from_file_location("submission", path)
+def load_submission(path: Path, module_name: str = "submission"):
+    """Import a submission-style file under `module_name` (the runner names it `submission`)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["submission"] = module
+    sys.modules[module_name] = module
     spec.loader.exec_module(module)
     return module
 

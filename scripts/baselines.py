@@ -1,6 +1,4 @@
 """The implementations we measure against, each a function data -> output like custom_kernel."""
-import importlib.util
-import sys
 from pathlib import Path
 
 import torch
@@ -61,11 +59,10 @@ def dao_causal_conv1d():
 
 
 def load_kernel_file(path: Path, module_name: str):
-    """custom_kernel of a submission-style file, imported under its own module name."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    """A submission-style file imported under its own module name; ValueError without custom_kernel."""
+    import eval as harness
+
+    module = harness.load_submission(path, module_name)
     if not hasattr(module, "custom_kernel"):
         raise ValueError(f"{path} defines no custom_kernel")
     return module
