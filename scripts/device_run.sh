@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: check and time everything, results under $OUT (one tarball + the log).
 # Usage on the device: bash scripts/device_run.sh [STEP ...]
-# steps: env eval runner tune tune-apply helion helion-eval compare (in the order given); COMPARE_ARGS, VARIANTS pass through
+# steps: env eval runner tune tune-apply helion helion-eval compare (in the order given); COMPARE_ARGS, VARIANTS, HELION_ARGS pass through
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" results/device
@@ -27,7 +27,7 @@ for step in $steps; do
             done;;
     tune) run python3 scripts/cli.py tune --dry-run;;
     tune-apply) run python3 scripts/cli.py tune; cp submission.py results/device/submission_tuned.py;;
-    helion) run timeout ${HELION_TIMEOUT:-300} python3 scripts/helion_autotune.py --write
+    helion) run timeout ${HELION_TIMEOUT:-300} python3 scripts/helion_autotune.py --write ${HELION_ARGS:-}
             cp submissions/submission_helion.py results/device/submission_helion_tuned.py
             run python3 eval.py test --submission submissions/submission_helion.py;;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json results/device/eval_helion.json;;

@@ -100,3 +100,33 @@ def test_the_input_checks_are_the_triton_submissions_word_for_word():
 
     helion_copy = validate_source(HELION_FILE).replace("HELION_INTERPRET", "TRITON_INTERPRET")
     assert helion_copy == validate_source(ROOT / "submission.py")
+
+
+def _autotune_script():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import helion_autotune
+    return helion_autotune
+
+
+def test_the_autotuner_ranks_usable_configs_by_the_given_timer_and_keeps_failures_out():
+    class FakeSearch:  # the two attributes of Helion's BaseSearch that rank_by relies on
+        args = ("x", "w", "b")
+
+        def benchmark_function(self, config, fn):
+            return float("inf") if config == "broken" else 0.5
+
+    timed = []
+    search = _autotune_script().rank_by(FakeSearch(), lambda call: timed.append(call()) or 0.007)
+    assert search.benchmark_function("good", lambda *args: args) == 0.007
+    assert timed == [("x", "w", "b")]  # the timer ran the compiled config on the search's own inputs
+    assert search.benchmark_function("broken", lambda *args: args) == float("inf")
+    assert len(timed) == 1  # a config Helion rejected is never timed, never ranked
+
+
+def test_write_configs_replaces_only_the_named_shapes_line():
+    text = HELION_FILE.read_text()
+    new = _autotune_script().write_configs(text, {"1,1536,2048,4": {"block_sizes": [2, 64], "num_warps": 4}})
+    changed = [(a, b) for a, b in zip(text.split("\n"), new.split("\n")) if a != b]
+    assert changed == [(changed[0][0], "    (1, 1536, 2048, 4): dict(block_sizes=[2, 64], num_warps=4),")]
+    with pytest.raises(ValueError, match="no line"):
+        _autotune_script().write_configs(text, {"9,9,9,9": {"num_warps": 1}})
