@@ -31,9 +31,15 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+def workspace_path(path) -> str:
+    """The path relative to the workspace where it lies inside it: the same file reads the same on every machine."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
 def make_entry(*, source: str, mode: str, gpu: str, file, per_case_us: dict, geomean_us, outcome: str,
                **extra) -> dict:
-    entry = {"time": now(), "commit": git_commit(), "file": str(file),
+    entry = {"time": now(), "commit": git_commit(), "file": workspace_path(file),
              "file_hash": file_hash(file) if Path(file).is_file() else None, "gpu": gpu,
              "source": source, "mode": mode, "per_case_us": per_case_us, "geomean_us": geomean_us,
              "outcome": outcome}

@@ -138,6 +138,12 @@ def test_history_lines_are_whole_json_objects(tmp_path):
     history.append_entry(entry, path)
     line = path.read_text()
     assert line.endswith("\n") and json.loads(line)["file_hash"] == history.file_hash(ROOT / "submission.py")
+    assert json.loads(line)["file"] == "submission.py"  # relative: the same on the device and here
+
+
+def test_history_names_workspace_files_relative_and_others_as_given(tmp_path):
+    assert history.workspace_path(ROOT / "submissions" / "submission_helion.py") == "submissions/submission_helion.py"
+    assert history.workspace_path(tmp_path / "mine.py") == str(tmp_path / "mine.py")
 
 
 def test_history_command_and_plot_message(tmp_path, monkeypatch):
