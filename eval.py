@@ -36,7 +36,8 @@ SAMPLES = 10
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 starts cold
 FAILED = 112
 BAD_TESTS_FILE = 113
-GPU_NEEDED = "the {mode} mode times kernels with CUDA events and graphs, so it needs a CUDA GPU; none is visible here."
+GPU_NEEDED = ("the {mode} mode measures kernels on the GPU (CUDA events, graphs or the profiler), so it needs a"
+              " CUDA GPU; none is visible here.")
 
 
 # ----------------------------------------------------------------------------- cases

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: check and time everything, results under $OUT (one tarball + the log).
 # Usage on the device: bash scripts/device_run.sh [STEP ...]
-# steps: env eval runner tune tune-apply helion helion-eval compare (in the order given); COMPARE_ARGS, VARIANTS, HELION_ARGS pass through
+# steps: env eval runner tune tune-apply helion helion-eval compare (in the order given); COMPARE_ARGS, VARIANTS, HELION_ARGS, RUNNER_SUBMISSION pass through
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT" results/device
@@ -19,12 +19,16 @@ for step in $steps; do
     env) run nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
          run python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())";;
     eval) run python3 eval.py both --json results/device/eval_both.json;;
-    runner) for mode in test benchmark leaderboard; do
+    runner) sub=${RUNNER_SUBMISSION:-submission.py}; tag=$(basename "$sub" .py)  # as the runner: rechecks, secret seed, no autotuning
+            for mode in test benchmark leaderboard profile; do
               file=results/device/tests.txt; [ $mode = test ] || file=results/device/benchmarks.txt
-              echo "### runner $mode" | tee -a "$LOG"
-              POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file 3>results/device/runner_$mode.txt 2>&1 | tee -a "$LOG"
-              echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; cat results/device/runner_$mode.txt | tee -a "$LOG"
-            done;;
+              res=results/device/runner_${tag}_$mode.txt
+              echo "### runner $mode $sub" | tee -a "$LOG"
+              HELION_DISALLOW_AUTOTUNING=1 POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file --submission "$sub" 3>$res 2>&1 | tee -a "$LOG"
+              echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; grep -v '\.report: ' $res | tee -a "$LOG"
+            done
+            python3 -c "import base64, sys; print('\n'.join(base64.b64decode(l.split(': ', 1)[1]).decode() for l in open(sys.argv[1]) if '.report: ' in l))" \
+              results/device/runner_${tag}_profile.txt | tee -a "$LOG";;
     tune) run python3 scripts/cli.py tune --dry-run;;
     tune-apply) run python3 scripts/cli.py tune; cp submission.py results/device/submission_tuned.py;;
     helion) run timeout ${HELION_TIMEOUT:-300} python3 scripts/helion_autotune.py --write ${HELION_ARGS:-}
