@@ -11,8 +11,8 @@ forbids autotuning, so they must be hard-coded.
 Helion's search is kept; only its stopwatch changes. With --timing runner (the default) every config
 that Helion's own benchmark accepts (it compiles, runs, matches the baseline) is then timed the way
 the leaderboard times it (eval.time_protocol: cold L2, CUDA graphs, flush subtracted), and that
-number ranks it. Helion's own do_bench counts its Python launch path on these 8-25 us kernels, and
-its picks under it measured 1.19x the Triton submission (results/NOTES.md, Helion v1).
+number ranks it. Helion's own do_bench brackets each Python call with events, without graphs, and
+ranks by the median; the picks under it measured 1.19x the Triton submission (results/NOTES.md).
 """
 import argparse
 import functools
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-RANK_REP_MS = 10  # per timed graph; the runner's 100 ms would make a quick search take an hour
+RANK_REP_MS = 10  # per timed graph: ten samples of two graphs, ~0.2 s a config (the runner's 100 ms: ~2 s)
 
 
 def runner_ms(fn, rep_ms: float = RANK_REP_MS) -> float:
