@@ -25,14 +25,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import eval as harness  # noqa: E402
 
 RANK_REP_MS = 10  # per timed graph: ten samples of two graphs, ~0.2 s a config (the runner's 100 ms: ~2 s)
 
 
 def runner_ms(fn, rep_ms: float = RANK_REP_MS) -> float:
     """One call of fn, timed as the leaderboard times it, in milliseconds (Helion's unit)."""
-    import eval as harness
-
     return harness.time_protocol(fn, rep_ms).mean / 1e6
 
 
@@ -75,7 +74,6 @@ def main(argv=None) -> int:
     import helion
     import torch
 
-    import eval as harness
     import reference
     from scripts.baselines import load_kernel_file
 
