@@ -1,43 +1,82 @@
 """Run a submission's tests and benchmarks the way the causal_conv1d runner does.
 
-Two ways in, one loop:
-  runner mode  `POPCORN_FD=N python eval.py MODE TESTS_FILE`: the runner's protocol, key: value lines
-               on file descriptor N, exit code 0 or 112.
-  local mode   `python eval.py MODE [PROBLEM_DIR] [--submission FILE] [--json OUT]`: the cases of
-               task.yml, reported for a person: pass/fail, times, GB/s, geomean, distance to a copy of x.
-MODE is test, benchmark, leaderboard or profile (local mode also takes `both`: tests, then benchmarks).
+One loop, two ways to report:
+  runner mode  `POPCORN_FD=N python eval.py MODE TESTS_FILE [--submission FILE]`: the runner's
+               protocol, key: value lines on file descriptor N, exit code 0 or 112.
+  local mode   `python eval.py MODE [TESTS_FILE] [--submission FILE] [--json FILE] [--timeout S]`:
+               task.yml's cases (or the tests file's), reported for a person: pass/fail, times,
+               GB/s, geomean, distance to a copy of x. MODE may also be `both` (tests, then benchmarks).
 
-Each case runs in a freshly spawned process, so a crash or a leak stays in that case; a case that
-outlives the mode's time limit is killed and reported failed. Beyond the runner's checks (mismatch,
-NaN/inf, shape, CUDA-graph capture), a case fails when the kernel mutates an input or returns an output
-that aliases one. Without a GPU, tests run on the CPU under the Triton (and Helion) interpreter, with
-no graph capture; timing needs a CUDA GPU.
+As on the runner, HELION_DISALLOW_AUTOTUNING=1 is set before anything else, and all cases of one run
+execute in one spawned worker process, so the submission's module state lives across cases. Better
+than the runner, a case that crashes the worker or hangs is reported and a fresh worker takes the
+cases after it. Beyond the runner's checks (mismatch, NaN/inf, shape, CUDA-graph capture), a case
+fails when the kernel mutates an input or returns an output that aliases one. Without a GPU, tests
+run on the CPU under the Triton (or Helion) interpreter, with no graph capture; timing needs a GPU.
+
+This file is part of the contract: it imports nothing from the workspace's tools.
 """
 import argparse
 import base64
 import dataclasses
+import importlib.metadata
 import importlib.util
 import json
 import math
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MODES = ("test", "benchmark", "leaderboard", "profile")
-# Seconds per mode, as task.yml says (tests check that these match it).
-TIME_LIMITS = {"test": 180, "benchmark": 180, "leaderboard": 420, "profile": 180}
+TIMED_MODES = ("benchmark", "leaderboard")
 REP_MS = {"benchmark": 100, "leaderboard": 200, "warmup": 20}
 RECHECKS = 10
 SAMPLES = 10
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 starts cold
+PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
+REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
 FAILED = 112
 BAD_TESTS_FILE = 113
+USAGE = 2
+INTERRUPTED = 130
 GPU_NEEDED = ("the {mode} mode measures kernels on the GPU (CUDA events, graphs or the profiler), so it needs a"
               " CUDA GPU; none is visible here.")
+
+
+class TaskError(Exception):
+    """A file the harness needs (task.yml, a tests file, the submission) is missing or malformed."""
+
+
+# ----------------------------------------------------------------------------- the contract's facts
+
+def load_task(problem_dir: Path = HERE) -> dict:
+    """task.yml: the cases, the time limits, the ranking."""
+    import yaml
+
+    path = problem_dir / "task.yml"
+    try:
+        task = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise TaskError(f"cannot read {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise TaskError(f"{path} is not valid YAML: {error}") from None
+    missing = [k for k in ("tests", "benchmarks", "test_timeout", "benchmark_timeout", "ranked_timeout")
+               if not isinstance(task, dict) or k not in task]
+    if missing:
+        raise TaskError(f"{path} lacks {', '.join(missing)}")
+    return task
+
+
+def time_limits(task: dict | None = None) -> dict:
+    """Seconds a whole run of each mode may take, from task.yml (profile runs under the benchmark limit)."""
+    task = task or load_task()
+    return {"test": task["test_timeout"], "benchmark": task["benchmark_timeout"],
+            "leaderboard": task["ranked_timeout"], "profile": task["benchmark_timeout"]}
 
 
 # ----------------------------------------------------------------------------- cases
@@ -53,40 +92,61 @@ def combine_seed(seed: int, secret: int) -> int:
     return seed + (seed + secret) * (seed + secret + 1) // 2
 
 
-_FIELD = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*([+-]?\d+|true|false)\s*")
+_FIELD = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*(\S*)\s*")
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
-def parse_tests(text: str, secret: int | None = None) -> list[Case]:
-    """One case a line, `B: 1; D: 64; S: 64; W: 4; seed: 4242`; ValueError naming a bad line."""
+def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) -> list[Case]:
+    """One case a line, `B: 1; D: 64; S: 64; W: 4; seed: 4242`; TaskError naming the first bad line."""
     cases = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        where = f"invalid test case on line {number} ({line.strip()!r})"
         args = {}
         for part in line.split(";"):
             match = _FIELD.fullmatch(part)
             if match is None:
-                raise ValueError(f"invalid test case {line!r}: cannot read {part!r}")
+                raise TaskError(f"{where}: cannot read {part.strip()!r}; fields are 'name: value' separated by ';'")
             key, value = match.groups()
-            args[key] = {"true": True, "false": False}.get(value, None)
-            if args[key] is None:
+            if value in ("true", "false"):
+                args[key] = value == "true"
+            elif _INTEGER.fullmatch(value):
                 args[key] = int(value)
-        if secret is not None and "seed" in args:
+            else:
+                raise TaskError(f"{where}: {key} is {value!r}, not an integer")
+        missing = [k for k in required if k not in args]
+        if missing:
+            raise TaskError(f"{where}: it lacks {', '.join(missing)}")
+        not_int = [k for k in required if isinstance(args[k], bool)]
+        if not_int:
+            raise TaskError(f"{where}: {', '.join(not_int)} must be an integer, not true/false")
+        if secret is not None:
             args["seed"] = combine_seed(args["seed"], secret)
         cases.append(Case(spec=line.strip(), args=args))
+    if not cases:
+        raise TaskError("the tests file holds no cases")
     return cases
+
+
+def read_tests_file(path: Path, secret: int | None = None) -> list[Case]:
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise TaskError(f"cannot read the tests file {path}: {error.strerror}") from None
+    try:
+        return parse_tests(text, secret)
+    except TaskError as error:
+        raise TaskError(f"{path}: {error}") from None
 
 
 def format_spec(args: dict) -> str:
     return "; ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in args.items())
 
 
-def cases_from_task(problem_dir: Path, key: str) -> list[Case]:
+def cases_from_task(key: str, problem_dir: Path = HERE) -> list[Case]:
     """The `tests` or `benchmarks` of task.yml, as the lines the runner would pass."""
-    import yaml
-
-    task = yaml.safe_load((problem_dir / "task.yml").read_text())
-    return parse_tests("\n".join(format_spec(args) for args in task[key]))
+    return parse_tests("\n".join(format_spec(args) for args in load_task(problem_dir)[key]))
 
 
 # ----------------------------------------------------------------------------- outcomes
@@ -112,17 +172,24 @@ def calculate_stats(samples: list[float]) -> Stats:
 class Outcome:
     ok: bool
     error: str = ""
+    detail: str = ""  # more for a person than the runner's message carries (largest errors)
+    ran: bool = True  # False: the case never started (deadline passed, submission did not import)
     stats: Stats | None = None  # nanoseconds per call
     floor: Stats | None = None  # a copy of x, timed the same way (local benchmarks)
     report: str = ""  # the profiler's table (profile mode)
     notes: list[str] = dataclasses.field(default_factory=list)
+    wall_s: float | None = None
 
 
 class CaseFailure(Exception):
-    """A check failed; the message says which."""
+    """A check failed; the message says which, `detail` says more for a person."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
 
 
-# ----------------------------------------------------------------------------- inside a case
+# ----------------------------------------------------------------------------- checks
 
 def _clone(data):
     if isinstance(data, (tuple, list)):
@@ -163,12 +230,32 @@ def check_no_alias(output, inputs) -> None:
             raise CaseFailure(f"the output aliases the input {name}: it must be freshly allocated")
 
 
-def check_output(check_implementation, pristine, passed, output) -> None:
+def largest_errors(output, expected) -> str:
+    """Where output is furthest from expected, absolutely and relatively, labelled got and expected."""
+    import torch
+
+    if not isinstance(output, torch.Tensor) or output.shape != expected.shape:
+        return ""
+    got, want = output.detach().double().cpu(), expected.detach().double().cpu()
+    diff = (got - want).abs().nan_to_num(nan=math.inf)
+    if diff.numel() == 0:
+        return ""
+    parts = []
+    for label, measure in (("absolute", diff), ("relative", diff / want.abs().clamp_min(1e-30))):
+        flat = int(measure.flatten().argmax())
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), measure.shape))
+        parts.append(f"largest {label} error {measure.flatten()[flat].item():.3g} at {index}: "
+                     f"got {got[index].item():.6g}, expected {want[index].item():.6g}")
+    return "; ".join(parts)
+
+
+def check_output(reference, pristine, passed, output) -> None:
+    """The runner's check, after ours: inputs untouched and the output a fresh tensor."""
     check_untouched(pristine, passed)
     check_no_alias(output, passed)
-    ok, message = check_implementation(pristine, output)
+    ok, message = reference.check_implementation(pristine, output)
     if not ok:
-        raise CaseFailure(message)
+        raise CaseFailure(message, largest_errors(output, reference.ref_kernel(pristine)))
 
 
 def _call(custom_kernel, data):
@@ -176,6 +263,59 @@ def _call(custom_kernel, data):
         return custom_kernel(data)
     except Exception as error:  # the kernel's own error is the case's failure, not ours
         raise CaseFailure(f"custom_kernel raised {type(error).__name__}: {error}") from None
+
+
+# ----------------------------------------------------------------------------- a case's phases
+
+def first_call(custom_kernel, data, reference, pristine, on_gpu: bool) -> None:
+    """Warm-up: one call on a clone (compilation happens here), synchronized and checked."""
+    import torch
+
+    warm = _clone(data)
+    output = _call(custom_kernel, warm)
+    if on_gpu:
+        torch.cuda.synchronize()
+    check_output(reference, pristine, warm, output)
+
+
+class Captured:
+    """One call held for replay: a CUDA graph on a GPU, a plain call under the interpreter."""
+
+    def __init__(self, custom_kernel, data, on_gpu: bool):
+        import torch
+
+        self.data = data
+        self.on_gpu = on_gpu
+        self.custom_kernel = custom_kernel
+        if on_gpu:
+            self.graph = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(self.graph):
+                    self.output = custom_kernel(data)
+            except Exception as error:
+                raise CaseFailure(f"Failed to capture kernel in CUDA graph: {type(error).__name__}: {error}") from None
+        self.replay()
+
+    def replay(self):
+        import torch
+
+        if self.on_gpu:
+            self.graph.replay()
+            torch.cuda.synchronize()
+        else:
+            self.output = _call(self.custom_kernel, self.data)
+
+
+def recheck(captured: Captured, args: dict, reference) -> None:
+    """Leaderboard mode: fresh inputs copied into the captured tensors, replayed, checked, ten times."""
+    args = dict(args)
+    for _ in range(RECHECKS):
+        args["seed"] += 13
+        fresh = reference.generate_input(**args)
+        for target, source in zip(_tensors(captured.data), _tensors(fresh)):
+            target.copy_(source)
+        captured.replay()
+        check_output(reference, fresh, captured.data, captured.output)
 
 
 def time_protocol(fn, rep_ms: float) -> Stats:
@@ -187,9 +327,9 @@ def time_protocol(fn, rep_ms: float) -> Stats:
     import torch
 
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device="cuda")
-    stream = torch.cuda.Stream()
+    side = torch.cuda.Stream()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-    with torch.cuda.stream(stream):
+    with torch.cuda.stream(side):
         flush.zero_()
         fn()
         events[0].record()
@@ -197,14 +337,14 @@ def time_protocol(fn, rep_ms: float) -> Stats:
             flush.zero_()
             fn()
         events[1].record()
-        stream.synchronize()
+        side.synchronize()
         n = max(1, int(rep_ms / (events[0].elapsed_time(events[1]) / 5)))
         full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(full, stream=stream):
+        with torch.cuda.graph(full, stream=side):
             for _ in range(n):
                 flush.zero_()
                 fn()
-        with torch.cuda.graph(flush_only, stream=stream):
+        with torch.cuda.graph(flush_only, stream=side):
             for _ in range(n):
                 flush.zero_()
         samples = []
@@ -214,7 +354,7 @@ def time_protocol(fn, rep_ms: float) -> Stats:
             events[1].record()
             full.replay()
             events[2].record()
-            stream.synchronize()
+            side.synchronize()
             flush_ms = events[0].elapsed_time(events[1])
             full_ms = events[1].elapsed_time(events[2])
             samples.append(max(0.0, (full_ms - flush_ms) / n) * 1e6)
@@ -222,72 +362,47 @@ def time_protocol(fn, rep_ms: float) -> Stats:
     return calculate_stats(samples)
 
 
+def profile_call(custom_kernel, data, on_gpu: bool) -> str:
+    """The PyTorch profiler's table for one call."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        custom_kernel(_clone(data))
+        if on_gpu:
+            torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="self_cuda_time_total" if on_gpu else "self_cpu_time_total",
+                                     row_limit=20)
+
+
 def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: bool = False,
              rep_ms: float | None = None) -> Outcome:
-    """One case, in this process: generate, warm up, capture, check, recheck, time or profile."""
+    """One case, in this process: check the first call, capture, recheck, then time or profile."""
     import torch
 
     on_gpu = torch.cuda.is_available()
     outcome = Outcome(ok=True)
-    args = dict(args)
     data = reference.generate_input(**args)
     pristine = _clone(data)
-
-    warm = _clone(data)
-    output = _call(custom_kernel, warm)
-    if on_gpu:
-        torch.cuda.synchronize()
-    check_output(reference.check_implementation, pristine, warm, output)
-
-    graph_data = _clone(data)
-    if on_gpu:
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                graph_output = custom_kernel(graph_data)
-        except Exception as error:
-            raise CaseFailure(f"Failed to capture kernel in CUDA graph: {type(error).__name__}: {error}") from None
-        graph.replay()
-        torch.cuda.synchronize()
-        run_again = graph.replay
-    else:
+    first_call(custom_kernel, data, reference, pristine, on_gpu)
+    captured = Captured(custom_kernel, _clone(data), on_gpu)
+    if not on_gpu:
         outcome.notes.append("CPU, under the interpreter: no CUDA-graph capture; the kernel was called directly")
-        graph_output = _call(custom_kernel, graph_data)
-
-        def run_again():
-            nonlocal graph_output
-            graph_output = _call(custom_kernel, graph_data)
-    check_output(reference.check_implementation, pristine, graph_data, graph_output)
-
+    check_output(reference, pristine, captured.data, captured.output)
     if mode == "leaderboard":
-        for _ in range(RECHECKS):
-            args["seed"] += 13
-            fresh = reference.generate_input(**args)
-            for target, source in zip(_tensors(graph_data), _tensors(fresh)):
-                target.copy_(source)
-            run_again()
-            if on_gpu:
-                torch.cuda.synchronize()
-            check_output(reference.check_implementation, fresh, graph_data, graph_output)
-
-    if mode in ("benchmark", "leaderboard", "warmup"):
+        recheck(captured, args, reference)
+    if mode in TIMED_MODES or mode == "warmup":
         rep = rep_ms if rep_ms is not None else REP_MS[mode]
-        outcome.stats = time_protocol(lambda: custom_kernel(graph_data), rep)
+        outcome.stats = time_protocol(lambda: custom_kernel(captured.data), rep)
         if measure_floor:
-            x = graph_data[0]
-            outcome.floor = time_protocol(x.clone, rep)
+            outcome.floor = time_protocol(captured.data[0].clone, rep)
     elif mode == "profile":
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
-        with profile(activities=activities) as prof:
-            custom_kernel(_clone(data))
-            if on_gpu:
-                torch.cuda.synchronize()
-        sort_by = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
-        outcome.report = prof.key_averages().table(sort_by=sort_by, row_limit=20)
+        outcome.report = profile_call(custom_kernel, data, on_gpu)
     return outcome
 
+
+# ----------------------------------------------------------------------------- the worker process
 
 def load_submission(path: Path, module_name: str = "submission"):
     """Import a submission-style file under `module_name` (the runner names it `submission`)."""
@@ -305,59 +420,115 @@ def interpreter_env(source: str) -> dict:
     return {"HELION_INTERPRET": "1"} if uses_helion else {"TRITON_INTERPRET": "1"}
 
 
-def _case_worker(conn, mode, args, submission, problem_dir, secret, measure_floor, rep_ms):
-    """The body of a case's spawned process: everything it knows arrives as arguments."""
+def _worker_main(conn, submission: str, secret):
+    """The worker: import the submission once, then run the cases the parent sends until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this process
+    sys.path.insert(0, str(HERE))
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.update(interpreter_env(Path(submission).read_text()))
+    import reference
+    from utils import set_seed
+
     try:
-        sys.path.insert(0, str(problem_dir))
-        import torch
-
-        if not torch.cuda.is_available():
-            os.environ.update(interpreter_env(Path(submission).read_text()))
-        import reference
-        from utils import set_seed
-
+        module = load_submission(Path(submission))
+    except BaseException as error:
+        conn.send(("import-failed", f"could not import the submission: {type(error).__name__}: {error}"))
+        return
+    if not callable(getattr(module, "custom_kernel", None)):
+        conn.send(("import-failed", "the submission defines no custom_kernel function"))
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        request = conn.recv()
+        if request is None:
+            return
+        mode, args, measure_floor, rep_ms = request
         set_seed(secret if secret is not None else 42)
         try:
-            module = load_submission(Path(submission))
+            outcome = run_case(mode, args, module.custom_kernel, reference, measure_floor, rep_ms)
+        except CaseFailure as failure:
+            outcome = Outcome(ok=False, error=str(failure), detail=failure.detail)
         except Exception as error:
-            raise CaseFailure(f"could not import the submission: {type(error).__name__}: {error}") from None
-        if not hasattr(module, "custom_kernel"):
-            raise CaseFailure("the submission defines no custom_kernel")
-        outcome = run_case(mode, args, module.custom_kernel, reference, measure_floor, rep_ms)
-    except CaseFailure as failure:
-        outcome = Outcome(ok=False, error=str(failure))
-    except Exception as error:
-        outcome = Outcome(ok=False, error=f"{type(error).__name__}: {error}")
-    conn.send(outcome)
-    conn.close()
+            outcome = Outcome(ok=False, error=f"{type(error).__name__}: {error}")
+        conn.send(outcome)
 
 
-def run_in_fresh_process(mode, case, submission, problem_dir, secret, deadline, measure_floor=False,
-                         rep_ms=None) -> Outcome:
-    """Run one case in a spawned process; a crash or the deadline makes it a failed case."""
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_case_worker, daemon=True,
-                          args=(sender, mode, case.args, str(submission), str(problem_dir), secret,
-                                measure_floor, rep_ms))
-    process.start()
-    sender.close()
-    remaining = deadline - time.monotonic()
-    if receiver.poll(max(0.0, remaining)):
+class Worker:
+    """One spawned process that imports the submission once and runs a run's cases in turn.
+
+    A crash or a hang ends it; `run` then reports the case failed and the next call starts a fresh
+    worker, so the remaining cases still run. An import failure is kept and given to every case.
+    """
+
+    def __init__(self, submission: Path, secret):
+        self.submission, self.secret = str(submission), secret
+        self.process = self.conn = None
+        self.import_error = None
+
+    def _start(self, deadline: float) -> str | None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child_end = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child_end, self.submission, self.secret), daemon=True)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited: no child traceback on Ctrl-C
         try:
-            outcome = receiver.recv()
+            self.process.start()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        child_end.close()
+        if not self.conn.poll(max(0.0, deadline - time.monotonic())):
+            self.close()
+            return "time limit exceeded while the worker imported the submission"
+        try:
+            kind, value = self.conn.recv()
         except EOFError:
-            outcome = None
-        process.join(timeout=30)
-        if outcome is not None:
-            return outcome
-        return Outcome(ok=False, error=f"the case's process crashed (exit code {process.exitcode})")
-    if process.is_alive():
-        process.kill()
-        process.join()
-        return Outcome(ok=False, error=f"time limit exceeded: the {mode} run may take {TIME_LIMITS.get(mode, '?')} s")
-    process.join()
-    return Outcome(ok=False, error=f"the case's process crashed (exit code {process.exitcode})")
+            self.process.join(timeout=30)
+            self.import_error = f"the worker process crashed while importing the submission (exit code {self.process.exitcode})"
+            self.close()
+            return self.import_error
+        if kind == "import-failed":
+            self.import_error = value
+            self.close()
+            return value
+        return None
+
+    def run(self, mode: str, args: dict, deadline: float, limit_s: float, measure_floor=False, rep_ms=None) -> Outcome:
+        if self.import_error:
+            return Outcome(ok=False, error=self.import_error, ran=False)
+        if self.process is None:
+            problem = self._start(deadline)
+            if problem:  # this case did try: it fails, and later ones of an unimportable file never run
+                return Outcome(ok=False, error=problem)
+        self.conn.send((mode, args, measure_floor, rep_ms))
+        if not self.conn.poll(max(0.0, deadline - time.monotonic())):
+            self.close()
+            return Outcome(ok=False, error=f"time limit exceeded: the {mode} run may take {limit_s} s")
+        try:
+            return self.conn.recv()
+        except EOFError:
+            self.process.join(timeout=30)
+            code = self.process.exitcode
+            self.close()
+            return Outcome(ok=False, error=f"the worker process crashed during this case (exit code {code});"
+                                           " the cases after it run in a fresh worker")
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        try:
+            if self.process.is_alive():
+                try:
+                    self.conn.send(None)
+                except (OSError, ValueError):
+                    pass
+                self.process.join(timeout=5)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+        finally:
+            self.conn.close()
+            self.process = self.conn = None
 
 
 # ----------------------------------------------------------------------------- reporting
@@ -373,14 +544,18 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 class PopcornReporter:
     """The runner's key: value lines on POPCORN_FD."""
 
-    def __init__(self, stream):
-        self.stream = stream
+    def __init__(self, out):
+        self.out = out
 
     def log(self, key, value):
-        print(f"{key}: {value}", file=self.stream, flush=True)
+        print(f"{key}: {value}", file=self.out, flush=True)
 
     def begin(self, mode, cases):
         self.log("test-count" if mode == "test" else "benchmark-count", len(cases))
@@ -390,11 +565,11 @@ class PopcornReporter:
         self.log(f"{prefix}.spec", case.spec)
         if not outcome.ok:
             self.log(f"{prefix}.status", "fail")
-            self.log(f"{prefix}.error", " ".join(outcome.error.split()))
+            self.log(f"{prefix}.error", _one_line(outcome.error))
         elif mode == "test":
             self.log(f"{prefix}.status", "pass")
         elif mode == "profile":
-            self.log(f"{prefix}.report", base64.b64encode(outcome.report.encode()).decode())
+            self.log(f"{prefix}.report", base64.b64encode(outcome.report.encode(), altchars=PROFILE_ALTCHARS).decode())
         else:
             for field in dataclasses.fields(Stats):
                 self.log(f"{prefix}.{field.name}", getattr(outcome.stats, field.name))
@@ -406,44 +581,54 @@ class PopcornReporter:
 class HumanReporter:
     """A report a person reads at a glance, and the same facts as JSON for tools."""
 
-    def __init__(self, stream=sys.stdout):
-        self.stream = stream
+    def __init__(self, out=sys.stdout):
+        self.out = out
         self.runs = []
-        self.notes_said = set()
+        self.said = set()
 
     def say(self, text=""):
-        print(text, file=self.stream, flush=True)
+        print(text, file=self.out, flush=True)
+
+    def _once(self, text, prefix):
+        if text not in self.said:  # a note or an import failure shared by every case is said once
+            self.said.add(text)
+            self.say(prefix + text)
 
     def begin(self, mode, cases):
         self.runs.append({"mode": mode, "cases": []})
         self.say(f"== {mode}: {len(cases)} case{'s' if len(cases) != 1 else ''}")
 
     def case(self, mode, index, case, outcome):
-        entry = {"spec": case.spec, "ok": outcome.ok, "error": outcome.error, "notes": outcome.notes}
+        entry = {"spec": case.spec, "ok": outcome.ok, "ran": outcome.ran, "error": outcome.error,
+                 "detail": outcome.detail, "notes": outcome.notes, "wall_s": outcome.wall_s}
         if outcome.stats is not None:
             entry["stats_ns"] = dataclasses.asdict(outcome.stats)
             entry["gbps"] = case_bytes(case.args) / outcome.stats.mean
         if outcome.floor is not None:
             entry["copy_ns"] = dataclasses.asdict(outcome.floor)
         self.runs[-1]["cases"].append(entry)
-        status = "pass" if outcome.ok else "FAIL"
+        wall = f"  ({outcome.wall_s:.1f} s)" if outcome.wall_s is not None else ""
+        if not outcome.ran:
+            self.say(f"  [not run] {case.spec}")
+            self._once(outcome.error, "         ")
+            return
         if not outcome.ok or outcome.stats is None:
-            self.say(f"  [{status}] {case.spec}")
+            self.say(f"  [{'pass' if outcome.ok else 'FAIL'}] {case.spec}{wall}")
             if outcome.error:
-                self.say(f"         {outcome.error}")
+                self._once(outcome.error, "         ")
+            if outcome.detail:
+                self.say(f"         {outcome.detail}")
             for note in outcome.notes:
-                if note not in self.notes_said:  # the same note for every case is said once
-                    self.notes_said.add(note)
-                    self.say(f"         note: {note}")
+                self._once(note, "         note: ")
             if outcome.report:
                 self.say(outcome.report)
             return
         s = outcome.stats
-        line = (f"  [{status}] {case.spec:<40} {s.mean / 1e3:8.2f} +- {s.err / 1e3:5.2f} us"
+        line = (f"  [pass] {case.spec:<40} {s.mean / 1e3:8.2f} +- {s.err / 1e3:5.2f} us"
                 f"  best {s.best / 1e3:7.2f}  worst {s.worst / 1e3:7.2f}  {entry['gbps']:7.0f} GB/s")
         if outcome.floor is not None:
             line += f"  {s.mean / outcome.floor.mean:5.2f}x copy ({outcome.floor.mean / 1e3:.2f} us)"
-        self.say(line)
+        self.say(line + wall)
 
     def end(self, mode, passed):
         run = self.runs[-1]
@@ -462,33 +647,39 @@ class HumanReporter:
 
 # ----------------------------------------------------------------------------- the loop
 
-def run_suite(mode, cases, submission, problem_dir, reporter, secret=None, measure_floor=False) -> bool:
-    """Run every case of one mode in its own process and report each; True when all passed."""
-    deadline = time.monotonic() + TIME_LIMITS[mode]
-    if mode in ("benchmark", "leaderboard") and cases:
-        # The runner warms the GPU and the compilers with a short run of the first case.
-        run_in_fresh_process("warmup", cases[0], submission, problem_dir, secret, deadline)
-    reporter.begin(mode, cases)
-    passed = True
-    for index, case in enumerate(cases):
-        if time.monotonic() >= deadline:
-            outcome = Outcome(ok=False, error=f"time limit exceeded: the {mode} run may take {TIME_LIMITS[mode]} s")
-        else:
-            outcome = run_in_fresh_process(mode, case, submission, problem_dir, secret, deadline,
-                                           measure_floor=measure_floor)
-        reporter.case(mode, index, case, outcome)
-        passed &= outcome.ok
-        if not outcome.ok and mode == "leaderboard":
-            break
-        if mode in ("benchmark", "leaderboard") and index + 1 < len(cases):
-            time.sleep(cooldown_s())
-    reporter.end(mode, passed)
-    return passed
-
-
 def cooldown_s() -> float:
     """The runner sleeps 10 s after each timed case; EVAL_COOLDOWN_S shortens it for quick local runs."""
     return float(os.environ.get("EVAL_COOLDOWN_S", "10"))
+
+
+def run_suite(mode, cases, submission, reporter, secret=None, measure_floor=False, limit_s=None) -> bool:
+    """Every case of one mode in one worker, each reported; True when all passed."""
+    limit_s = limit_s if limit_s is not None else time_limits()[mode]
+    deadline = time.monotonic() + limit_s
+    worker = Worker(submission, secret)
+    reporter.begin(mode, cases)
+    passed = True
+    try:
+        if mode in TIMED_MODES and cases:
+            # The runner warms the GPU and the compilers with a short run of the first case.
+            worker.run("warmup", cases[0].args, deadline, limit_s)
+        for index, case in enumerate(cases):
+            if time.monotonic() >= deadline:
+                outcome = Outcome(ok=False, ran=False, error=f"not run: the {mode} run's {limit_s} s had passed")
+            else:
+                start = time.monotonic()
+                outcome = worker.run(mode, case.args, deadline, limit_s, measure_floor=measure_floor)
+                outcome.wall_s = time.monotonic() - start
+            reporter.case(mode, index, case, outcome)
+            passed &= outcome.ok
+            if not outcome.ok and mode == "leaderboard":
+                break
+            if mode in TIMED_MODES and index + 1 < len(cases):
+                time.sleep(cooldown_s())
+    finally:
+        worker.close()
+    reporter.end(mode, passed)
+    return passed
 
 
 def gpu_available() -> bool:
@@ -497,60 +688,14 @@ def gpu_available() -> bool:
     return torch.cuda.is_available()
 
 
-def runner_main(argv, fd: int) -> int:
-    parser = argparse.ArgumentParser(prog="eval.py")
-    parser.add_argument("mode", choices=MODES)
-    parser.add_argument("tests_file")
-    parser.add_argument("--submission", default=str(HERE / "submission.py"))
-    opts = parser.parse_args(argv)
-    secret = os.environ.pop("POPCORN_SEED", None)
-    secret = int(secret) if secret else None
-    try:
-        cases = parse_tests(Path(opts.tests_file).read_text(), secret)
-    except (OSError, ValueError) as error:
-        print(f"could not read the tests file: {error}", file=sys.stderr)
-        return BAD_TESTS_FILE
-    with os.fdopen(fd, "w") as stream:
-        reporter = PopcornReporter(stream)
-        if opts.mode != "test" and not gpu_available():
-            print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
-            reporter.end(opts.mode, False)
-            return FAILED
-        passed = run_suite(opts.mode, cases, Path(opts.submission), HERE, reporter, secret)
-    return 0 if passed else FAILED
-
-
-def local_main(argv) -> int:
-    parser = argparse.ArgumentParser(
-        prog="eval.py", description="Run the submission's tests and/or benchmarks and report them.")
-    parser.add_argument("mode", choices=MODES + ("both",))
-    parser.add_argument("problem_dir", nargs="?", default=str(HERE),
-                        help="folder holding task.yml, reference.py, utils.py and task.py")
-    parser.add_argument("--submission", help="file to evaluate instead of PROBLEM_DIR/submission.py")
-    parser.add_argument("--json", dest="json_out", help="also write the report to this JSON file")
-    parser.add_argument("--no-floor", action="store_true", help="skip timing a copy of x beside each benchmark")
-    opts = parser.parse_args(argv)
-    problem_dir = Path(opts.problem_dir).resolve()
-    submission = Path(opts.submission).resolve() if opts.submission else problem_dir / "submission.py"
-    if not submission.is_file():
-        print(f"no submission file at {submission}", file=sys.stderr)
-        return 2
-    modes = ["test", "benchmark"] if opts.mode == "both" else [opts.mode]
-    if any(m != "test" for m in modes) and not gpu_available():
-        print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
-        return 1
-    reporter = HumanReporter()
-    reporter.say(f"submission: {submission}")
-    passed = True
-    for mode in modes:
-        cases = cases_from_task(problem_dir, "tests" if mode == "test" else "benchmarks")
-        passed &= run_suite(mode, cases, submission, problem_dir, reporter,
-                            measure_floor=not opts.no_floor and mode in ("benchmark", "leaderboard"))
-    report = {"submission": str(submission), "device": device_name(), "passed": passed, "runs": reporter.runs}
-    if opts.json_out:
-        Path(opts.json_out).write_text(json.dumps(report, indent=2))
-    record_history(report, submission)
-    return 0 if passed else 1
+def versions() -> dict:
+    found = {}
+    for name in ("torch", "triton", "helion"):
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def device_name() -> str:
@@ -559,23 +704,112 @@ def device_name() -> str:
     return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
 
 
-def record_history(report: dict, submission: Path) -> None:
-    """Local benchmark runs go into results/history.jsonl when the workspace's scripts are here."""
-    timed = [run for run in report["runs"] if run["mode"] != "test"]
-    if not timed:
-        return
+def describe_machine() -> str:
+    """The report's first line: where the kernels run, and with what."""
+    v = ", ".join(f"{name} {version or '-'}" for name, version in versions().items())
+    if gpu_available():
+        return f"GPU: {device_name()} ({v})"
+    return (f"CPU: no CUDA device visible, so kernels run under the Triton interpreter (Helion's for a Helion"
+            f" file) on CPU tensors; the inputs come from a CPU generator, so their values differ from the"
+            f" runner's for the same seeds ({v})")
+
+
+def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit_s: float | None = None,
+              floor: bool = True, reporter=None) -> dict:
+    """Local mode's work: the report as a dict (passed, device, versions, runs). Raises TaskError."""
+    reporter = reporter or HumanReporter()
+    if not submission.is_file():
+        raise TaskError(f"no submission file at {submission}")
+    modes = ["test", "benchmark"] if mode == "both" else [mode]
+    on_gpu = gpu_available()
+    if not on_gpu and mode != "both" and mode != "test":
+        raise TaskError(GPU_NEEDED.format(mode=mode))
+    explicit = read_tests_file(tests_file) if tests_file else None
+    reporter.say(describe_machine())
+    reporter.say(f"submission: {submission}")
+    report = {"submission": str(submission), "device": device_name(), "versions": versions(), "runs": []}
+    passed = True
+    for run_mode in modes:
+        if run_mode != "test" and not on_gpu:
+            reporter.say("benchmarks need a CUDA GPU and none is visible here, so only the tests ran.")
+            break
+        cases = explicit or cases_from_task("tests" if run_mode == "test" else "benchmarks")
+        passed &= run_suite(run_mode, cases, submission, reporter, measure_floor=floor and run_mode in TIMED_MODES,
+                            limit_s=limit_s)
+    report["passed"] = passed
+    report["runs"] = getattr(reporter, "runs", [])
+    return report
+
+
+def runner_main(argv, fd_text: str) -> int:
+    parser = argparse.ArgumentParser(prog="eval.py")
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("tests_file", type=Path)
+    parser.add_argument("--submission", type=Path, default=HERE / "submission.py")
+    opts = parser.parse_args(argv)
     try:
-        from scripts import history
-    except ImportError:
-        return
-    for run in timed:
-        history.append_entry(history.entry_from_eval(run, submission, report["device"]))
+        fd = int(fd_text)
+        os.fstat(fd)
+    except (ValueError, OSError):
+        print(f"POPCORN_FD={fd_text!r} does not name an open file descriptor for the results.", file=sys.stderr)
+        return USAGE
+    if not opts.submission.is_file():
+        print(f"no submission file at {opts.submission}", file=sys.stderr)
+        return USAGE
+    secret = os.environ.pop("POPCORN_SEED", None)
+    try:
+        secret = int(secret) if secret else None
+        cases = read_tests_file(opts.tests_file, secret)
+    except ValueError:
+        print(f"POPCORN_SEED must be an integer, got {secret!r}", file=sys.stderr)
+        return BAD_TESTS_FILE
+    except TaskError as error:
+        print(error, file=sys.stderr)
+        return BAD_TESTS_FILE
+    with os.fdopen(fd, "w") as out:
+        reporter = PopcornReporter(out)
+        if opts.mode != "test" and not gpu_available():
+            print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
+            reporter.end(opts.mode, False)
+            return FAILED
+        passed = run_suite(opts.mode, cases, opts.submission.resolve(), reporter, secret)
+    return 0 if passed else FAILED
+
+
+def local_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eval.py", description="Run the submission's tests and/or benchmarks and report them.")
+    parser.add_argument("mode", choices=MODES + ("both",))
+    parser.add_argument("tests_file", nargs="?", type=Path,
+                        help="cases in the runner's format, one a line (default: task.yml's)")
+    parser.add_argument("--submission", type=Path, default=HERE / "submission.py", help="file to evaluate")
+    parser.add_argument("--json", dest="json_out", type=Path, help="also write the report to this JSON file")
+    parser.add_argument("--timeout", type=float, help="seconds a mode's run may take (default: task.yml's)")
+    parser.add_argument("--no-floor", action="store_true", help="skip timing a copy of x beside each benchmark")
+    return parser
+
+
+def local_main(argv) -> int:
+    opts = local_parser().parse_args(argv)
+    try:
+        report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_floor)
+    except TaskError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if opts.json_out:
+        opts.json_out.write_text(json.dumps(report, indent=2))
+    return 0 if report["passed"] else 1
 
 
 def main(argv=None) -> int:
+    os.environ["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner: before anything imports helion
     argv = sys.argv[1:] if argv is None else argv
     fd = os.environ.get("POPCORN_FD")
-    return runner_main(argv, int(fd)) if fd else local_main(argv)
+    try:
+        return runner_main(argv, fd) if fd is not None else local_main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

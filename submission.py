@@ -12,10 +12,19 @@ just loaded them) and picked apart in registers. So the kernel issues
 1 + ceil((W - 1) / 4) vector loads and one vector store per 4 outputs, with no shifted
 or scalar loads and no division per element.
 
+The tile (BLOCK outputs, num_warps) comes from a measured table where one exists; elsewhere, as
+on a B200 nobody here has measured, the first call for a large shape times a short list of tiles
+(and the runner's PTXAS control files, where present) the way the leaderboard times, and keeps the
+fastest tile for the process. Small shapes, and calls inside a CUDA-graph capture, take the heuristic.
+
 Self-contained: the runner ships only this file beside its own task.py.
 """
 import functools
+import glob
+import math
 import os
+import sys
+import time
 
 import torch
 import triton
@@ -23,26 +32,25 @@ import triton.language as tl
 
 from task import input_t, output_t
 
-# <tune:configs> (rewritten by `python scripts/cli.py tune`; keep it plain data)
-# (gpu, B, D, S, W) -> (BLOCK, num_warps). BLOCK: outputs per program along S.
-CONFIGS = {
-    # H200: swept by `tune` on 2026-12-02 (results/NOTES.md, v2).
-    ("h200", 1, 1536, 2048, 4): (1024, 1),
-    ("h200", 1, 2560, 2048, 4): (1024, 1),
-    ("h200", 1, 2560, 4096, 4): (1024, 1),
-    # H100 (untested): the H200's chip with less bandwidth; the same tile.
-    ("h100", 1, 1536, 2048, 4): (1024, 1),
-    ("h100", 1, 2560, 2048, 4): (1024, 1),
-    ("h100", 1, 2560, 4096, 4): (1024, 1),
-    # B200 (untested, reasoned from ~8 TB/s and 148 SMs): one-warp programs of 1024 outputs won
-    # on every H200 case because the many small programs fill the SMs evenly; more SMs and more
-    # bandwidth favour that further, so keep the tile.
-    ("b200", 1, 1536, 2048, 4): (1024, 1),
-    ("b200", 1, 2560, 2048, 4): (1024, 1),
-    ("b200", 1, 2560, 4096, 4): (1024, 1),
-}
-# </tune:configs>
+# Measured exceptions to the heuristic: (gpu, B, D, S, W) -> (BLOCK, num_warps), written by
+# `python scripts/cli.py tune`, which keeps only the shapes where the heuristic lost. BLOCK: outputs
+# per program along S. On the H200 the heuristic won every leaderboard case (results/NOTES.md, v2).
+# <configs>
+CONFIGS = {}
+# </configs>
 
+# Where no entry exists, the first call for a (GPU, shape) of at least a million outputs times these
+# with the leaderboard's timing and keeps the fastest for the process (configs only, never outputs).
+TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # set to 0 to switch the first-call search off
+TUNE_MIN_OUTPUTS = 1 << 20
+TUNE_BUDGET_S = 8.0  # no new candidate starts after this; the lot stays under 10 s, compiles included
+MAX_CANDIDATES = 8
+# The H200 sweep's runners-up, best first; the heuristic always goes first.
+CANDIDATES = [(1024, 2), (2048, 1), (512, 1), (2048, 2), (2048, 4), (4096, 4), (4096, 8)]
+# PTXAS Advanced Controls Files that only the B200 runner has; each joins the list on the heuristic tile.
+ACF_GLOB = "/opt/booster_pack/*.acf"
+FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB zeroed before each timed call, as the leaderboard does
+STORE_EVICTION = ""  # the output's L2 eviction hint ("" or "evict_first"), under measurement (NOTES v3)
 
 @triton.jit
 def _columns(group):
@@ -71,7 +79,7 @@ def _add_taps(acc, cols, w_row, W: tl.constexpr, q: tl.constexpr, j: tl.constexp
 
 @triton.jit
 def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
-                         W: tl.constexpr, BLOCK: tl.constexpr):
+                         W: tl.constexpr, BLOCK: tl.constexpr, STORE_EVICTION: tl.constexpr):
     pid = tl.program_id(0)
     row = pid // chunks_per_row  # b * D + d
     chunk = pid - row * chunks_per_row
@@ -98,7 +106,7 @@ def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
         o3 = _add_taps(o3, cols, w_row, W, q, 3)
     # join(join(o0, o2), join(o1, o3))[n, i, j] is o(2i + j): back to [N, 4] in order.
     out = tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(N, 4)
-    tl.store(out_ptr + row_start + t, out, mask=t < S)
+    tl.store(out_ptr + row_start + t, out, mask=t < S, eviction_policy=STORE_EVICTION)
 
 
 @functools.lru_cache(maxsize=None)
@@ -110,15 +118,125 @@ def _gpu_key(device_index: int) -> str:
     return name
 
 
-def pick_config(gpu: str, B: int, D: int, S: int, W: int) -> tuple[int, int]:
-    """(BLOCK, num_warps): the tuned entry for this GPU and shape, else a heuristic.
-
-    The heuristic is the H200's winner on every leaderboard case: one warp per program and up
-    to 1024 outputs (eight 16-byte groups per thread in flight), never more than the row needs.
-    """
-    if (gpu, B, D, S, W) in CONFIGS:
-        return CONFIGS[(gpu, B, D, S, W)]
+def heuristic_config(B: int, D: int, S: int, W: int) -> tuple[int, int]:
+    """One warp per program and up to 1024 outputs (eight 16-byte groups per thread in flight), never
+    more than the row needs: the H200's winner on every leaderboard case."""
     return max(64, min(1024, triton.next_power_of_2(S))), 1
+
+
+def _launch(x, weight, bias, out, block: int, num_warps: int, ptx_options: str | None = None) -> None:
+    B, D, S = x.shape
+    chunks_per_row = triton.cdiv(S, block)
+    extra = {"ptx_options": ptx_options} if ptx_options else {}
+    causal_conv1d_kernel[(B * D * chunks_per_row,)](
+        x, weight, bias, out, D, S, chunks_per_row, W=weight.shape[1], BLOCK=block, STORE_EVICTION=STORE_EVICTION,
+        num_warps=num_warps, **extra)
+
+
+# ----------------------------------------------------------------------------- the first-call search
+
+_tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, ptx_options): configs only
+
+
+def _capturing() -> bool | None:
+    """True inside a CUDA-graph capture, False outside, None where this torch cannot tell."""
+    probe = getattr(torch.cuda.CUDAGraph, "get_currently_capturing_graph", None)
+    if probe is None:
+        return None
+    try:
+        return probe() is not None
+    except RuntimeError:  # raised when no capture is under way
+        return False
+
+
+def tune_candidates(B: int, D: int, S: int, W: int) -> list[tuple[int, int, str | None]]:
+    """At most MAX_CANDIDATES configs: the heuristic first, each ACF file on it, then the runners-up."""
+    base = heuristic_config(B, D, S, W)
+    acf = [(*base, f"--apply-controls {path}") for path in sorted(glob.glob(ACF_GLOB))]
+    others = [(block, warps, None) for block, warps in CANDIDATES if (block, warps) != base]
+    return ([(*base, None)] + acf[:MAX_CANDIDATES - 1] + others)[:MAX_CANDIDATES]
+
+
+def _formula(x, weight, bias):
+    """The task's formula as W shifted multiply-adds in torch: what every candidate must match."""
+    W, S = weight.shape[1], x.shape[-1]
+    padded = torch.nn.functional.pad(x, (W - 1, 0))
+    out = bias[:, None] + weight[:, 0, None] * padded[..., 0:S]
+    for k in range(1, W):
+        out = out + weight[:, k, None] * padded[..., k:k + S]
+    return out
+
+
+def _graph_timer(device):
+    """The leaderboard's timing in small: graphs of 20 (flush; call) and of 20 flushes, the difference."""
+    flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
+
+    def timed_us(run, calls: int = 20, samples: int = 3) -> float:
+        full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(full):
+            for _ in range(calls):
+                flush.zero_()
+                run()
+        with torch.cuda.graph(flush_only):
+            for _ in range(calls):
+                flush.zero_()
+        start, middle, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        best = math.inf
+        for _ in range(samples):
+            start.record()
+            flush_only.replay()
+            middle.record()
+            full.replay()
+            end.record()
+            end.synchronize()
+            best = min(best, (middle.elapsed_time(end) - start.elapsed_time(middle)) * 1e3 / calls)
+        return best
+    return timed_us
+
+
+def _search(key, x, weight, bias, timer) -> tuple[int, int, str | None]:
+    """Time every candidate that compiles and matches the formula on this input; the fastest wins."""
+    began = time.perf_counter()
+    expected = _formula(x, weight, bias)
+    timings = []
+    for config in tune_candidates(*key[1:]):
+        if timings and time.perf_counter() - began > TUNE_BUDGET_S:
+            break
+        out = torch.full_like(x, math.nan)  # poisoned: an unwritten element fails the check
+        try:
+            _launch(x, weight, bias, out, *config)
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            if not bool(((out - expected).abs() <= 1e-3 + 1e-3 * expected.abs()).all()):
+                continue
+            timings.append((timer(lambda: _launch(x, weight, bias, out, *config)), config))
+        except Exception:  # a candidate that fails to compile or launch is dropped, never chosen
+            continue
+    pick = min(timings, key=lambda timed: timed[0])[1] if timings else (*heuristic_config(*key[1:]), None)
+    print(f"causal_conv1d: {key[0]} {'x'.join(map(str, key[1:]))}: BLOCK={pick[0]} num_warps={pick[1]}"
+          f"{' ' + pick[2] if pick[2] else ''}, fastest of {len(timings)} timed in "
+          f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
+    return pick
+
+
+def searchable(x) -> bool:
+    """A large shape on a GPU, outside a capture, with the search not switched off."""
+    return (x.device.type == "cuda" and x.numel() >= TUNE_MIN_OUTPUTS and os.environ.get(TUNE_ENV, "1") != "0"
+            and _capturing() is False)
+
+
+def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
+    """The table's entry; else, for a searchable call, the first call's pick; else the heuristic."""
+    B, D, S = x.shape
+    key = (gpu, B, D, S, weight.shape[1])
+    if key in CONFIGS:
+        return (*CONFIGS[key], None)
+    if key in _tuned:
+        return _tuned[key]
+    if not searchable(x):
+        return (*heuristic_config(*key[1:]), None)
+    _tuned[key] = _search(key, x, weight, bias, _graph_timer(x.device))
+    return _tuned[key]
 
 
 def _validate(data) -> None:
@@ -148,14 +266,9 @@ def _validate(data) -> None:
 def custom_kernel(data: input_t) -> output_t:
     _validate(data)
     x, weight, bias = (t.contiguous() for t in data)
-    B, D, S = x.shape
-    W = weight.shape[1]
     out = torch.empty_like(x)
     if out.numel() == 0:
         return out
     gpu = _gpu_key(x.device.index or 0) if x.device.type == "cuda" else "cpu"
-    block, num_warps = pick_config(gpu, B, D, S, W)
-    chunks_per_row = triton.cdiv(S, block)
-    causal_conv1d_kernel[(B * D * chunks_per_row,)](
-        x, weight, bias, out, D, S, chunks_per_row, W=W, BLOCK=block, num_warps=num_warps)
+    _launch(x, weight, bias, out, *choose(gpu, x, weight, bias))
     return out

@@ -2,24 +2,23 @@
 
 All implementations run in one process, in interleaved rounds (every implementation on every case,
 then again), so drift in clocks or temperature lands on all of them alike. A case's time for an
-implementation is the median over rounds of the protocol's mean.
+implementation is the median over rounds of the protocol's mean. Every time is given against two
+copies of x: torch's clone ('vs copy') and the floor, the fastest copy of that case in the same run
+('vs floor'), since a causal conv1d moves exactly a copy's bytes.
 """
 import json
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-import eval as harness  # noqa: E402  (the workspace's eval.py: its timing is the leaderboard's)
+import eval as harness  # the leaderboard's timing
+from scripts import baselines
 
 SHAPE_SETS = {
     "large": ["4x2560x4096x4", "8x4096x8192x4"],
     "small": ["1x768x512x4"],
 }
-FLOOR = "copy"
+TORCH_COPY = "copy"
+FLOOR = "floor"  # the row of per-case minima over the copies
 
 
 def parse_shape(text: str, seed: int = 1234) -> dict:
@@ -37,7 +36,7 @@ def case_name(args: dict) -> str:
 
 def resolve_cases(shapes: list[str]) -> list[dict]:
     """The leaderboard's benchmark cases, then any named set ('large', 'small') or explicit shapes."""
-    cases = [c.args for c in harness.cases_from_task(ROOT, "benchmarks")]
+    cases = [c.args for c in harness.cases_from_task("benchmarks")]
     for item in shapes:
         for shape in SHAPE_SETS.get(item, [item]):
             cases.append(parse_shape(shape))
@@ -45,15 +44,13 @@ def resolve_cases(shapes: list[str]) -> list[dict]:
 
 
 def build_impls(submission: Path, variants: list[Path], reference_too: bool = True) -> dict:
-    """name -> function(data) -> output, peers first, the submission and variants last."""
-    from scripts import baselines
+    """name -> function(data) -> output: the copies and peers first, the submission and variants last."""
     import reference
 
     impls = {}
     if reference_too:
         impls["reference"] = reference.ref_kernel
-    impls[FLOOR] = baselines.torch_copy
-    impls["triton_copy"] = baselines.triton_copy
+    impls.update(baselines.copies())
     impls["torch_compile"] = baselines.torch_compile
     dao = baselines.dao_causal_conv1d()
     if dao is not None:
@@ -72,7 +69,7 @@ def check_impl(fn, args: dict) -> str:
     pristine = harness._clone(data)
     try:
         out = fn(data)
-        harness.check_output(reference.check_implementation, pristine, data, out)
+        harness.check_output(reference, pristine, data, out)
     except harness.CaseFailure as failure:
         return str(failure)
     except Exception as error:
@@ -88,7 +85,7 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
     inputs = {case_name(a): reference.generate_input(**a) for a in cases}
     for name, fn in impls.items():
         for args in cases:
-            if name in (FLOOR, "triton_copy"):
+            if is_copy(name):
                 continue
             problem = check_impl(fn, args)
             if problem:
@@ -110,36 +107,62 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
     return results
 
 
+def is_copy(name: str) -> bool:
+    return name == TORCH_COPY or name.startswith("triton_copy")
+
+
+def _ratios(per_case_us: dict, against: dict) -> dict:
+    return {k: (v / against[k] if v and against.get(k) else None) for k, v in per_case_us.items()}
+
+
 def summarize(results: dict, cases: list[dict]) -> dict:
-    """The compare.json 'impls' block: per-case microseconds, geomean, ratio to the copy of x."""
-    leaderboard = [case_name(c.args) for c in harness.cases_from_task(ROOT, "benchmarks")]
-    floor = results.get(FLOOR, {})
+    """The compare.json 'impls' block: per-case microseconds, geomean, ratios to torch's copy and the floor."""
+    leaderboard = [case_name(c.args) for c in harness.cases_from_task("benchmarks")]
+    per_case = {name: {k: v.get("us") for k, v in entries.items()} for name, entries in results.items()}
+    copies = [times for name, times in per_case.items() if is_copy(name)]
+    per_case[FLOOR] = {case_name(a): min((t[case_name(a)] for t in copies if t.get(case_name(a))), default=None)
+                       for a in cases}
+    torch_copy = per_case.get(TORCH_COPY, {})
+
+    def geo(times):
+        values = [times.get(k) for k in leaderboard]
+        return harness.geomean(values) if all(values) else None
+
     impls = {}
-    for name, per_case in results.items():
-        per_case_us = {k: v.get("us") for k, v in per_case.items()}
-        errors = {k: v["error"] for k, v in per_case.items() if "error" in v}
-        lb = [per_case_us.get(k) for k in leaderboard]
-        geo = harness.geomean(lb) if all(lb) else None
-        floor_lb = [floor.get(k, {}).get("us") for k in leaderboard]
-        ratio = geo / harness.geomean(floor_lb) if geo and all(floor_lb) else None
-        impls[name] = {"per_case_us": per_case_us, "geomean_us": geo, "vs_copy": ratio,
-                       "per_case_vs_copy": {k: (v / floor[k]["us"] if v and floor.get(k, {}).get("us") else None)
-                                            for k, v in per_case_us.items()}}
+    for name, times in per_case.items():
+        g = geo(times)
+        impls[name] = {"per_case_us": times, "geomean_us": g,
+                       "vs_copy": g / geo(torch_copy) if g and geo(torch_copy) else None,
+                       "vs_floor": g / geo(per_case[FLOOR]) if g and geo(per_case[FLOOR]) else None,
+                       "per_case_vs_copy": _ratios(times, torch_copy),
+                       "per_case_vs_floor": _ratios(times, per_case[FLOOR])}
+        errors = {k: v["error"] for k, v in results.get(name, {}).items() if "error" in v}
         if errors:
             impls[name]["errors"] = errors
     return impls
 
 
 def format_table(impls: dict, cases: list[dict]) -> str:
+    """Microseconds per case with the ratio to the floor beside each, fastest implementation first."""
     names = [case_name(a) for a in cases]
     width = max(len(n) for n in impls) + 2
-    lines = [f"{'implementation':<{width}}" + "".join(f"{n:>16}" for n in names) + f"{'geomean':>10}{'vs copy':>9}"]
+
+    def number(value, spec):
+        return format(value, spec) if value else "-"
+
+    def cell(entry, case):
+        us, ratio = entry["per_case_us"].get(case), entry["per_case_vs_floor"].get(case)
+        return f"{us:.2f} ({ratio:.3f})" if us and ratio else (f"{us:.2f}" if us else "FAIL")
+
+    lines = [f"{'implementation':<{width}}" + "".join(f"{n:>20}" for n in names)
+             + f"{'geomean':>10}{'vs copy':>9}{'vs floor':>10}"]
     for name, entry in sorted(impls.items(), key=lambda kv: kv[1]["geomean_us"] or float("inf")):
-        cells = "".join(f"{(f'{v:.2f}' if v else 'FAIL'):>16}" for v in (entry["per_case_us"].get(n) for n in names))
-        geo = entry["geomean_us"]
-        ratio = entry["vs_copy"]
-        lines.append(f"{name:<{width}}{cells}{(f'{geo:.2f}' if geo else '-'):>10}{(f'{ratio:.3f}' if ratio else '-'):>9}")
-    lines.append("microseconds; geomean over the leaderboard cases; 'vs copy' = geomean / the copy of x's geomean")
+        cells = "".join(f"{cell(entry, n):>20}" for n in names)
+        lines.append(f"{name:<{width}}{cells}{number(entry['geomean_us'], '.2f'):>10}"
+                     f"{number(entry['vs_copy'], '.3f'):>9}{number(entry['vs_floor'], '.3f'):>10}")
+    lines.append("microseconds (in brackets: over the floor, the fastest copy of x of that case in this run); "
+                 "geomean over the leaderboard cases; 'vs copy' and 'vs floor': geomean over torch's copy's and "
+                 "the floor's")
     errors = [f"  {name} {case}: {msg}" for name, e in impls.items() for case, msg in e.get("errors", {}).items()]
     if errors:
         lines.append("failed checks (not timed):")
@@ -170,11 +193,11 @@ def plot_bars(impls: dict, cases: list[dict], out: Path, subtitle: str) -> bool:
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names) * len(order) / 3), 4.5))
     width = 0.8 / len(order)
     for i, name in enumerate(order):
-        ratios = [impls[name]["per_case_vs_copy"].get(n) or 0 for n in names]
+        ratios = [impls[name]["per_case_vs_floor"].get(n) or 0 for n in names]
         ax.bar([j + i * width for j in range(len(names))], ratios, width, label=name)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names)
-    ax.set_ylabel("time / copy of x")
+    ax.set_ylabel("time / fastest copy of x")
     ax.set_yscale("log")
     ax.set_title(f"causal_conv1d vs a copy of x\n{subtitle}", fontsize=10)
     ax.legend(fontsize=8)

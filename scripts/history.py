@@ -1,4 +1,8 @@
-"""results/history.jsonl: one line per local benchmark, comparison or submission, newest last."""
+"""results/history.jsonl: one line per local benchmark, comparison or submission, newest last.
+
+The file is user data: git ignores it, so a local run leaves the tree clean. Measurements worth
+keeping go into results/ summaries by hand.
+"""
 import datetime
 import hashlib
 import json
@@ -7,9 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scripts import ROOT
+
 # WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
 HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
+NUMBER = (int, float)
+# field -> the types a readable entry may hold there (None: the field may be absent or null)
+FIELDS = {"time": (str,), "gpu": (str,), "geomean_us": NUMBER + (type(None),), "outcome": (str,),
+          "source": (str, type(None)), "mode": (str, type(None)), "file": (str, type(None)),
+          "commit": (str, type(None))}
+REQUIRED = ("time", "gpu", "outcome")
 
 
 def git_commit(root: Path = ROOT) -> str:
@@ -53,16 +64,45 @@ def entry_from_eval(run: dict, submission, device: str) -> dict:
                       geomean_us=run.get("geomean_us"), outcome="pass" if run["passed"] else "fail")
 
 
+def record_report(report: dict) -> None:
+    """Each timed run of an eval.py report (eval.run_local's dict) as one history line."""
+    for run in report["runs"]:
+        if run["mode"] != "test":
+            append_entry(entry_from_eval(run, report["submission"], report["device"]))
+
+
 def append_entry(entry: dict, path: Path | None = None) -> None:
-    """Append one line with a single write on an O_APPEND descriptor, so lines never interleave."""
+    """Append one line with a single write on an O_APPEND descriptor, so lines never interleave; a
+    file whose last line lacks its newline (a write cut short) gets one first."""
     path = Path(path or HISTORY)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entry, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+def problem(entry) -> str | None:
+    """Why an entry cannot be shown, or None."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    missing = [k for k in REQUIRED if k not in entry]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for key, types in FIELDS.items():
+        value = entry.get(key)
+        if key in entry and (not isinstance(value, types) or isinstance(value, bool)):
+            return f"{key} is {type(value).__name__} {value!r}"
+    try:
+        datetime.datetime.fromisoformat(entry["time"])
+    except ValueError:
+        return f"time {entry['time']!r} is not an ISO date"
+    return None
 
 
 def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.stderr)) -> list[dict]:
@@ -76,10 +116,12 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
             continue
         try:
             entry = json.loads(line)
-            if not isinstance(entry, dict):
-                raise ValueError("not an object")
         except ValueError as error:
-            warn(f"warning: {path.name} line {number} is not a history entry ({error}); skipped")
+            warn(f"warning: {path.name} line {number} is not JSON ({error}); skipped")
+            continue
+        why = problem(entry)
+        if why:
+            warn(f"warning: {path.name} line {number} is not a history entry ({why}); skipped")
             continue
         entries.append(entry)
     return entries

@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import eval as harness
+
 LEADERBOARD = "causal_conv1d"
 LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}
 RUNNER_MODULES = {"task", "torch", "triton", "numpy", "helion"}
-MODES = ("test", "benchmark", "leaderboard", "profile")
+MODES = harness.MODES
 INSTALL_HINT = ("popcorn-cli was not found: install it from the gpu-mode/popcorn-cli releases, put it on PATH "
                 "as popcorn-cli or popcorn (or set POPCORN_BIN), then run `popcorn-cli register` once.")
 
@@ -121,7 +123,7 @@ def popcorn_command(popcorn: str, leaderboard: str, gpu: str, mode: str, path: P
             str(path), "-o", str(output)]
 
 
-def stream_command(command: list[str], echo=print) -> tuple[int, str]:
+def run_echoing(command: list[str], echo=print) -> tuple[int, str]:
     """Run command, echoing its output line by line as it comes; (exit code, all output)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []

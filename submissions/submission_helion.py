@@ -22,20 +22,183 @@ from task import input_t, output_t
 
 GROUP = 4  # fp32 elements in one 16-byte access
 
-# <helion:configs> (B, D, S, W) -> config of the grouped kernel; found by scripts/helion_autotune.py
+# Hard-coded per task shape, as the Helion rules require (the runner forbids autotuning): the picks
+# of `python scripts/cli.py helion-tune` on an H200 with Helion 0.3.3. (B, D, S, W) -> config.
+# <configs>
 SHAPE_CONFIGS = {
-    # tests
-    (1, 64, 64, 4): dict(block_sizes=[8, 8], loop_orders=[[0, 1]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', ''], num_warps=2, num_stages=3, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='flat'),
-    (2, 128, 128, 4): dict(block_sizes=[32, 2], loop_orders=[[0, 1]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', 'last', '', '', '', '', 'last', '', '', '', '', '', ''], num_warps=1, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='persistent_blocked', num_sm_multiplier=1, maxnreg=32),
-    (1, 256, 256, 3): dict(block_sizes=[16, 4], loop_orders=[[0, 1]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', '', '', '', '', '', '', ''], num_warps=1, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer'], pid_type='flat'),
-    (1, 128, 64, 8): dict(block_sizes=[1, 16], loop_orders=[[0, 1]], l2_groupings=[2], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', ''], num_warps=1, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='flat'),
-    (4, 64, 128, 4): dict(block_sizes=[4, 16], loop_orders=[[0, 1]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[1], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', 'last', '', '', '', '', '', '', '', '', '', ''], num_warps=2, num_stages=3, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='persistent_interleaved', num_sm_multiplier=1),
-    # benchmarks
-    (1, 1536, 2048, 4): dict(block_sizes=[4, 128], loop_orders=[[1, 0]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', 'first', '', '', '', '', '', '', '', '', '', '', '', '', 'last'], num_warps=1, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='flat'),
-    (1, 2560, 2048, 4): dict(block_sizes=[1, 256], loop_orders=[[1, 0]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', ''], num_warps=4, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer'], pid_type='flat'),
-    (1, 2560, 4096, 4): dict(block_sizes=[1, 256], loop_orders=[[0, 1]], l2_groupings=[1], range_unroll_factors=[0], range_warp_specializes=[], range_num_stages=[0], range_multi_buffers=[None], range_flattens=[None], load_eviction_policies=['', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', ''], num_warps=2, num_stages=1, indexing=['pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'tensor_descriptor'], pid_type='flat'),
+    (1, 64, 64, 4): {
+        'block_sizes': [8, 8],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
+        ],
+        'num_warps': 2,
+        'num_stages': 3,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'flat',
+    },
+    (1, 128, 64, 8): {
+        'block_sizes': [1, 16],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [2],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
+            '', '', '', '', '', '', '', '', '', '', '', '',
+        ],
+        'num_warps': 1,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'tensor_descriptor', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'flat',
+    },
+    (1, 256, 256, 3): {
+        'block_sizes': [16, 4],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': ['', '', '', '', '', '', '', '', '', '', '', '', '', '', ''],
+        'num_warps': 1,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'flat',
+    },
+    (1, 1536, 2048, 4): {
+        'block_sizes': [4, 128],
+        'loop_orders': [[1, 0]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', 'first', '', '', '', '', '', '', '', '', '', '', '', '', 'last',
+        ],
+        'num_warps': 1,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'flat',
+    },
+    (1, 2560, 2048, 4): {
+        'block_sizes': [1, 256],
+        'loop_orders': [[1, 0]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
+        ],
+        'num_warps': 4,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
+            'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'flat',
+    },
+    (1, 2560, 4096, 4): {
+        'block_sizes': [1, 256],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
+        ],
+        'num_warps': 2,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'tensor_descriptor', 'pointer', 'tensor_descriptor',
+        ],
+        'pid_type': 'flat',
+    },
+    (2, 128, 128, 4): {
+        'block_sizes': [32, 2],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [0],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', 'last', '', '', '', '', 'last', '', '', '', '', '', '',
+        ],
+        'num_warps': 1,
+        'num_stages': 1,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'persistent_blocked',
+        'num_sm_multiplier': 1,
+        'maxnreg': 32,
+    },
+    (4, 64, 128, 4): {
+        'block_sizes': [4, 16],
+        'loop_orders': [[0, 1]],
+        'l2_groupings': [1],
+        'range_unroll_factors': [0],
+        'range_warp_specializes': [],
+        'range_num_stages': [1],
+        'range_multi_buffers': [None],
+        'range_flattens': [None],
+        'load_eviction_policies': [
+            '', '', '', '', '', '', '', '', 'last', '', '', '', '', '', '', '', '', '', '',
+        ],
+        'num_warps': 2,
+        'num_stages': 3,
+        'indexing': [
+            'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
+            'pointer', 'pointer', 'pointer', 'pointer',
+        ],
+        'pid_type': 'persistent_interleaved',
+        'num_sm_multiplier': 1,
+    },
 }
-# </helion:configs>
+# </configs>
 
 
 def conv1d_groups(x4: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -1,17 +1,18 @@
-"""Test setup: the workspace root on sys.path, and the Triton interpreter when there is no GPU.
+"""Test setup: the Triton interpreter when there is no GPU, and what the tests share.
 
-TRITON_INTERPRET must be set before triton.jit runs, so before any kernel module is imported.
-Helion's interpreter refuses to run beside Triton's, so Helion tests run in their own processes.
+pyproject.toml puts the workspace root on the path. TRITON_INTERPRET must be set before triton.jit
+runs, so before any kernel module is imported. Helion's interpreter refuses to run beside Triton's,
+so Helion tests run in their own processes.
 """
 import os
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+import eval as harness
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
@@ -40,3 +41,8 @@ def conv_float64(x, weight, bias):
         if shift < S:
             out[:, :, shift:] += weight[None, :, k, None] * x[:, :, : S - shift]
     return out
+
+
+def task_shapes(key: str) -> list[tuple[int, int, int, int]]:
+    """(B, D, S, W) of task.yml's tests or benchmarks: the one source of the cases."""
+    return [(c.args["B"], c.args["D"], c.args["S"], c.args["W"]) for c in harness.cases_from_task(key)]

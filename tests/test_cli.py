@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import eval as harness
 from conftest import ROOT
 from scripts import compare as cmp
-from scripts import history, leaderboard, tune
+from scripts import configs, history, leaderboard, tune
 
 DIRECTIVES = "#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n"
 GOOD_BODY = """
@@ -131,6 +131,26 @@ def test_history_round_trip_skips_a_corrupt_line(tmp_path):
     assert table[2].startswith("* ") and table[5].startswith("* ") and not table[1].startswith("*")
 
 
+def test_history_skips_mistyped_entries_in_the_table_and_the_plot(tmp_path):
+    path = tmp_path / "history.jsonl"
+    good = {"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 13.0, "outcome": "pass"}
+    for entry in (good, dict(good, geomean_us="13.0"), {k: v for k, v in good.items() if k != "time"},
+                  dict(good, time="yesterday"), dict(good, geomean_us=True), ["not", "an", "object"]):
+        history.append_entry(entry, path)
+    warned = []
+    entries = history.read_entries(path, warn=warned.append)
+    assert entries == [good] and len(warned) == 5
+    assert "line 2" in warned[0] and "geomean_us is str '13.0'" in warned[0]
+    assert "no time" in warned[1] and "not an ISO date" in warned[2] and "not an object" in warned[4]
+
+
+def test_history_appends_start_on_a_new_line(tmp_path):
+    path = tmp_path / "history.jsonl"
+    path.write_text('{"time": "2026-12-02T12:00:00+00:00", "gpu": "a", "outcome": "pass"}')  # cut short: no newline
+    history.append_entry({"time": "2026-12-02T13:00:00+00:00", "gpu": "b", "outcome": "pass"}, path)
+    assert [e["gpu"] for e in history.read_entries(path, warn=pytest.fail)] == ["a", "b"]
+
+
 def test_history_lines_are_whole_json_objects(tmp_path):
     path = tmp_path / "h.jsonl"
     entry = history.make_entry(source="eval", mode="benchmark", gpu="cpu", file=ROOT / "submission.py",
@@ -172,7 +192,7 @@ def fake_timer(fn, rep_ms):
     return harness.calculate_stats([(time.perf_counter() - start) * 1e9] * 2)
 
 
-def test_tune_sweeps_rewrites_and_restores(tmp_path, monkeypatch):
+def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "time_protocol", fake_timer)
     from scripts.baselines import load_kernel_file
 
@@ -186,10 +206,15 @@ def test_tune_sweeps_rewrites_and_restores(tmp_path, monkeypatch):
     assert set(results[(1, 2, 40, 4)]) == {(64, 1), (128, 1)} and best[(1, 2, 40, 4)] in {(64, 1), (128, 1)}
 
     old = copy.read_text()
-    new = tune.rewrite_configs(old, "h200", {(1, 1536, 2048, 4): (512, 2), (7, 7, 7, 7): (256, 1)})
-    assert '("h200", 1, 1536, 2048, 4): (512, 2),' in new and '("h200", 7, 7, 7, 7): (256, 1),' in new
-    assert '("b200", 1, 1536, 2048, 4)' in new and "# B200 (untested" in new  # the rest is kept
-    assert "+    (\"h200\", 7, 7, 7, 7): (256, 1)," in tune.diff(old, new)
+    heuristic = module.heuristic_config(1, 1536, 2048, 4)
+    new = tune.rewrite(old, module, "h200", {(1, 1536, 2048, 4): (512, 2), (7, 7, 7, 7): (256, 1)})
+    assert configs.read_table(new)[1] == {**configs.read_table(old)[1], ("h200", 1, 1536, 2048, 4): (512, 2),
+                                          ("h200", 7, 7, 7, 7): (256, 1)}
+    assert "+    ('h200', 7, 7, 7, 7): (256, 1)," in configs.diff(old, new, "submission.py")
+    assert old.split(configs.BEGIN)[0] == new.split(configs.BEGIN)[0]  # nothing outside the markers moves
+    assert old.split(configs.END)[1] == new.split(configs.END)[1]
+    back = tune.rewrite(new, module, "h200", {(1, 1536, 2048, 4): heuristic})
+    assert ("h200", 1, 1536, 2048, 4) not in configs.read_table(back)[1]  # the heuristic's win needs no entry
 
     ok, _ = tune.apply_safely(copy, new, lambda p: (False, "a test fails"))
     assert not ok and copy.read_text() == old  # restored
@@ -199,9 +224,22 @@ def test_tune_sweeps_rewrites_and_restores(tmp_path, monkeypatch):
     assert not ok and "ZeroDivisionError" in message and copy.read_text() == new
 
 
-def test_rewrite_refuses_a_file_without_markers():
+@pytest.mark.parametrize("text", ["CONFIGS = {}\n", "# <configs>\nCONFIGS = {}\n", "# </configs>\n# <configs>\n"])
+def test_rewrite_refuses_a_file_without_its_markers(text):
     with pytest.raises(ValueError, match="no config table"):
-        tune.rewrite_configs("CONFIGS = {}\n", "h200", {})
+        configs.rewrite(text, {})
+
+
+def test_one_rewriter_serves_both_submissions_and_keeps_helion_configs_one_key_per_line():
+    text = (ROOT / "submissions" / "submission_helion.py").read_text()
+    name, table = configs.read_table(text)
+    assert name == "SHAPE_CONFIGS" and configs.rewrite(text) == text  # its own format, unchanged
+    new = configs.rewrite(text, {(1, 1536, 2048, 4): {"block_sizes": [2, 64], "num_warps": 4}})
+    changed = [line for line in configs.diff(text, new, "h.py").splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert "+        'block_sizes': [2, 64]," in changed and "+        'num_warps': 4," in changed
+    assert all(len(line) <= configs.WIDTH + 1 for line in new.splitlines()[:200] if "'" in line)
+    assert configs.read_table(new)[1][(1, 1536, 2048, 4)] == {"block_sizes": [2, 64], "num_warps": 4}
 
 
 def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
@@ -210,6 +248,7 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     wrong.write_text("import torch\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n")
     impls = cmp.build_impls(ROOT / "submission.py", [wrong])
     impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
+    assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8"} <= set(impls)
     cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
     ticks = []
     raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
@@ -217,8 +256,12 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     summary = cmp.summarize(raw, cases)
     assert len(raw["submission"]["1x3x40"]["rounds_us"]) == 2
     assert "1x3x40" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40"]
+    copies = [name for name in summary if cmp.is_copy(name)]
+    assert summary["floor"]["per_case_us"]["1x3x40"] == min(summary[c]["per_case_us"]["1x3x40"] for c in copies)
+    ratio = summary["submission"]["per_case_vs_floor"]["1x3x40"]
+    assert ratio == summary["submission"]["per_case_us"]["1x3x40"] / summary["floor"]["per_case_us"]["1x3x40"]
     table = cmp.format_table(summary, cases)
-    assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table
+    assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table and "vs floor" in table
     path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out")
     data = json.loads(path.read_text())
     assert data["commit"] == "abc1234" and "submission" in data["impls"] and "copy" in data["impls"]
@@ -271,8 +314,41 @@ def test_cli_lists_the_daily_commands():
     from scripts import cli
 
     result = CliRunner().invoke(cli.cli, ["--help"])
-    for command in ("test", "bench", "compare", "tune", "submit", "history"):
+    for command in ("test", "bench", "compare", "tune", "helion-tune", "profile", "submit", "history", "cases"):
         assert f"  {command} " in result.output
+
+
+def test_cases_prints_task_yml_in_the_runners_format():
+    from scripts import cli
+
+    result = CliRunner().invoke(cli.cli, ["cases", "benchmarks"])
+    lines = result.output.splitlines()
+    assert result.exit_code == 0 and [c.args for c in harness.parse_tests(result.output)] == \
+        [c.args for c in harness.cases_from_task("benchmarks")] and len(lines) == 3
+
+
+def test_profile_without_ncu_or_a_gpu_says_so_in_one_sentence(monkeypatch):
+    from scripts import cli, ncu_profile as profile
+
+    monkeypatch.setattr(profile.shutil, "which", lambda name: None)
+    result = CliRunner().invoke(cli.cli, ["profile", "--case", "1"])
+    assert result.exit_code != 0 and "ncu is not on PATH" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(cli.cli, ["profile", "--case", "7"])
+    assert result.exit_code != 0 and "--case must be 0 to 2" in result.output
+
+
+def test_ncu_raw_csv_is_read_and_summed_over_the_measured_kernels():
+    from scripts import ncu_profile as profile
+
+    text = ('==PROF== Connected\n"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum",'
+            '"dram__bytes_write.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",'
+            '"sm__warps_active.avg.pct_of_peak_sustained_active","launch__registers_per_thread"\n'
+            '"","","usecond","Mbyte","Kbyte","%","%","register/thread"\n'
+            '"0","k","10.5","12.0","500","80.5","40","32"\n"1","k2","1.5","1.0","500","20","60","40"\n')
+    found = profile.parse_raw_csv(text)
+    assert found["duration us"] == 12.0 and found["DRAM read MB"] == 13.0 and found["DRAM write MB"] == 1.0
+    assert found["DRAM % of peak"] == 80.5 and found["achieved occupancy %"] == 60 and found["registers/thread"] == 40
+    assert found["kernels"] == 2 and "duration us" in profile.format_side_by_side({"a": found, "b": found})
 
 
 def test_submit_end_to_end_with_a_fake_popcorn(fake_popcorn):

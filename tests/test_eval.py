@@ -3,6 +3,8 @@ import base64
 import io
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,25 +19,37 @@ import reference
 from conftest import HAS_GPU, ROOT, needs_gpu
 
 TASK = yaml.safe_load((ROOT / "task.yml").read_text())
+PROTOCOL = ROOT.parent / "shared" / "PROTOCOL.md"
 
 # ----------------------------------------------------------------------------- the contract
 
 
-def test_task_yml_holds_the_leaderboards_cases_in_order():
-    assert TASK["tests"] == [
-        {"B": 1, "D": 64, "S": 64, "W": 4, "seed": 4242}, {"B": 2, "D": 128, "S": 128, "W": 4, "seed": 5236},
-        {"B": 1, "D": 256, "S": 256, "W": 3, "seed": 1001}, {"B": 1, "D": 128, "S": 64, "W": 8, "seed": 5531},
-        {"B": 4, "D": 64, "S": 128, "W": 4, "seed": 9173}]
-    assert TASK["benchmarks"] == [
-        {"B": 1, "D": 1536, "S": 2048, "W": 4, "seed": 2146}, {"B": 1, "D": 2560, "S": 2048, "W": 4, "seed": 3129},
-        {"B": 1, "D": 2560, "S": 4096, "W": 4, "seed": 54352}]
+def _protocol_cases(label: str, until: str) -> list[dict]:
+    text = PROTOCOL.read_text()
+    section = text[text.index(label) + len(label):text.index(until)]
+    return [dict(zip(("B", "D", "S", "W", "seed"), map(int, group.split(","))))
+            for group in re.findall(r"\(([\d,]+)\)", section)]
+
+
+@pytest.mark.skipif(not PROTOCOL.exists(), reason="the specs folder ../shared is not beside this checkout")
+def test_task_yml_holds_the_cases_the_protocol_publishes_in_order():
+    assert TASK["tests"] == _protocol_cases("tests (B, D, S, W, seed):", "benchmarks:")
+    assert TASK["benchmarks"] == _protocol_cases("benchmarks:", "Time limits")
     assert TASK["ranking_by"] == "geom"
 
 
-def test_time_limits_match_task_yml():
-    assert harness.TIME_LIMITS["test"] == TASK["test_timeout"]
-    assert harness.TIME_LIMITS["benchmark"] == TASK["benchmark_timeout"]
-    assert harness.TIME_LIMITS["leaderboard"] == TASK["ranked_timeout"]
+def test_time_limits_come_from_task_yml():
+    limits = harness.time_limits(dict(TASK, test_timeout=1, benchmark_timeout=2, ranked_timeout=3))
+    assert limits == {"test": 1, "benchmark": 2, "leaderboard": 3, "profile": 2}
+    assert harness.time_limits()["leaderboard"] == TASK["ranked_timeout"]
+
+
+def test_a_missing_or_broken_task_yml_is_named(tmp_path):
+    with pytest.raises(harness.TaskError, match="cannot read .*task.yml"):
+        harness.load_task(tmp_path)
+    (tmp_path / "task.yml").write_text("tests: []\n")
+    with pytest.raises(harness.TaskError, match="lacks benchmarks"):
+        harness.load_task(tmp_path)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -49,10 +63,19 @@ def test_parse_tests_reads_the_runner_format():
     assert cases[0].spec == "B: 1; D: 1536; S: 2048; W: 4; seed: 2146"
 
 
-@pytest.mark.parametrize("line", ["B: 1; D: x1", "B 1; D: 2", "B: 1.5", "B: 1;; D: 2"])
-def test_parse_tests_names_a_bad_line(line):
-    with pytest.raises(ValueError, match="invalid test case"):
-        harness.parse_tests(line)
+@pytest.mark.parametrize("text,message", [
+    ("B: 1; D: x1; S: 4; W: 4; seed: 1", "line 1 .*D is 'x1', not an integer"),
+    ("B 1; D: 2; S: 4; W: 4; seed: 1", "line 1 .*cannot read 'B 1'"),
+    ("B: 1.5; D: 2; S: 4; W: 4; seed: 1", "B is '1.5', not an integer"),
+    ("B: 1;; D: 2; S: 4; W: 4; seed: 1", "cannot read ''"),
+    ("B: 1; D: 2; S: 4; W: 4; seed: 1\n\nB: 1; D: 2; S: 4; seed: 1", "line 3 .*it lacks W"),
+    ("B: 1; D: 2; S: 4; W: true; seed: 1", "W must be an integer"),
+    ("", "holds no cases"),
+    ("\n  \n", "holds no cases"),
+])
+def test_parse_tests_names_the_bad_line(text, message):
+    with pytest.raises(harness.TaskError, match=message):
+        harness.parse_tests(text)
 
 
 def test_secret_seed_combination():
@@ -164,7 +187,7 @@ def test_leaderboard_rechecks_catch_a_kernel_that_replays_an_old_answer():
         harness.run_case("leaderboard", SMALL, replaying_kernel, reference)
 
 
-# ----------------------------------------------------------------------------- fresh processes, deadlines
+# ----------------------------------------------------------------------------- the worker, deadlines
 
 
 def write_submission(tmp_path, body: str, name="submission.py"):
@@ -183,37 +206,68 @@ WRONG = """
     def custom_kernel(data):
         return reference.ref_kernel(data) * 1.01 + 0.5
 """
-
-
-def test_a_crashing_case_is_reported_not_raised(tmp_path):
-    path = write_submission(tmp_path, """
-        import os
-        def custom_kernel(data):
+# Appends "pid calls-so-far" to $CALL_LOG on every call: shows which process ran each case.
+LOGGING = """
+    import os
+    import reference
+    CALLS = []
+    def custom_kernel(data):
+        CALLS.append(1)
+        if data[0].shape[1] == int(os.environ.get("CRASH_AT_D", "-1")):
             os._exit(3)
-    """)
-    case = harness.parse_tests("B: 1; D: 2; S: 8; W: 4; seed: 1")[0]
-    outcome = harness.run_in_fresh_process("test", case, path, ROOT, None, time.monotonic() + 120)
-    assert not outcome.ok and "crashed (exit code 3)" in outcome.error
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{os.getpid()} {len(CALLS)}\\n")
+        return reference.ref_kernel(data).clone()
+"""
+TINY = "B: 1; D: 2; S: 8; W: 4; seed: 1\nB: 1; D: 3; S: 8; W: 4; seed: 2\nB: 1; D: 4; S: 8; W: 4; seed: 3\n"
 
 
-def test_a_case_past_the_deadline_is_killed_and_failed(tmp_path):
-    path = write_submission(tmp_path, """
+def suite(tmp_path, body, text=TINY, mode="test", limit_s=None):
+    reporter = harness.HumanReporter(io.StringIO())
+    passed = harness.run_suite(mode, harness.parse_tests(text), write_submission(tmp_path, body), reporter,
+                               limit_s=limit_s)
+    return passed, reporter.runs[-1]["cases"], reporter.out.getvalue()
+
+
+def test_all_cases_share_one_worker_and_its_module_state(tmp_path, monkeypatch):
+    log = tmp_path / "calls.txt"
+    monkeypatch.setenv("CALL_LOG", str(log))
+    passed, cases, _ = suite(tmp_path, LOGGING)
+    assert passed and all(c["ok"] for c in cases)
+    pids = {line.split()[0] for line in log.read_text().splitlines()}
+    counts = [int(line.split()[1]) for line in log.read_text().splitlines()]
+    assert len(pids) == 1  # one process for the run, as on the runner
+    assert counts == sorted(counts) and counts[-1] == len(counts)  # the module's list grew across the cases
+
+
+def test_a_crash_fails_its_case_and_a_fresh_worker_takes_the_rest(tmp_path, monkeypatch):
+    log = tmp_path / "calls.txt"
+    monkeypatch.setenv("CALL_LOG", str(log))
+    monkeypatch.setenv("CRASH_AT_D", "3")
+    passed, cases, _ = suite(tmp_path, LOGGING)
+    assert not passed and [c["ok"] for c in cases] == [True, False, True]
+    assert "crashed during this case (exit code 3)" in cases[1]["error"]
+    pids = [line.split()[0] for line in log.read_text().splitlines()]
+    assert pids[0] != pids[-1]  # the third case ran in a new worker
+
+
+def test_a_hang_past_the_deadline_is_killed_and_the_rest_reads_not_run(tmp_path):
+    start = time.monotonic()
+    passed, cases, text = suite(tmp_path, """
         import time
         def custom_kernel(data):
             time.sleep(600)
-    """)
-    case = harness.parse_tests("B: 1; D: 2; S: 8; W: 4; seed: 1")[0]
-    start = time.monotonic()
-    outcome = harness.run_in_fresh_process("test", case, path, ROOT, None, time.monotonic() + 8)
-    assert not outcome.ok and "time limit exceeded" in outcome.error
-    assert time.monotonic() - start < 60
+    """, limit_s=8)
+    assert not passed and time.monotonic() - start < 60
+    assert "time limit exceeded" in cases[0]["error"]
+    assert [c["ran"] for c in cases] == [True, False, False] and "not run" in cases[1]["error"]
+    assert text.count("[not run]") == 2
 
 
-def test_a_submission_that_does_not_import_fails_its_cases(tmp_path):
-    path = write_submission(tmp_path, "import not_a_real_module\n")
-    case = harness.parse_tests("B: 1; D: 2; S: 8; W: 4; seed: 1")[0]
-    outcome = harness.run_in_fresh_process("test", case, path, ROOT, None, time.monotonic() + 120)
-    assert not outcome.ok and "could not import the submission" in outcome.error
+def test_an_import_failure_fails_the_run_and_is_reported_once(tmp_path):
+    passed, cases, text = suite(tmp_path, "import not_a_real_module\n")
+    assert not passed and all("could not import the submission" in c["error"] for c in cases)
+    assert text.count("No module named 'not_a_real_module'") == 1 and text.count("[not run]") == 2
 
 
 def run_eval(args, fd_out=None, env_extra=None, cwd=ROOT):
@@ -254,19 +308,86 @@ def test_runner_mode_speaks_the_protocol_for_a_passing_and_a_failing_submission(
     assert out[-1] == "check: fail"
 
 
-def test_runner_mode_refuses_a_bad_tests_file(tmp_path):
+def test_runner_mode_sets_helion_disallow_autotuning_for_the_submission(tmp_path):
+    tests_file = tmp_path / "tests.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    strict = write_submission(tmp_path, """
+        import os
+        import reference
+        def custom_kernel(data):
+            assert os.environ.get("HELION_DISALLOW_AUTOTUNING") == "1", "autotuning is not disallowed"
+            return reference.ref_kernel(data).clone()
+    """)
+    lines = []
+    proc = run_eval(["test", str(tests_file), "--submission", str(strict)], fd_out=lines,
+                    env_extra={"HELION_DISALLOW_AUTOTUNING": "0"})
+    assert proc.returncode == 0 and lines[0].splitlines()[-1] == "check: pass", lines
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "holds no cases"),
+    ("B: 1; D: 4; S: 16; W: 4\n", "line 1 .*lacks seed"),
+    ("B: 1; D: 4; S: 16; W: 4; seed: 1\nB: one; D: 4; S: 16; W: 4; seed: 1\n", "line 2 .*B is 'one', not an integer"),
+])
+def test_runner_mode_refuses_a_bad_tests_file_in_one_sentence(tmp_path, text, message):
     bad = tmp_path / "tests.txt"
-    bad.write_text("B: one\n")
+    bad.write_text(text)
     proc = run_eval(["test", str(bad)], fd_out=[])
-    assert proc.returncode == harness.BAD_TESTS_FILE and "invalid test case" in proc.stderr
+    assert proc.returncode == harness.BAD_TESTS_FILE and re.search(message, proc.stderr)
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_runner_mode_refuses_a_missing_tests_file_a_bad_fd_and_a_missing_submission(tmp_path):
+    proc = run_eval(["test", str(tmp_path / "none.txt")], fd_out=[])
+    assert proc.returncode == harness.BAD_TESTS_FILE and "cannot read the tests file" in proc.stderr
+    tests_file = tmp_path / "tests.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    for fd in ("abc", "97"):  # not a number; a number no open file has
+        proc = run_eval(["test", str(tests_file)], env_extra={"POPCORN_FD": fd})
+        assert proc.returncode == harness.USAGE and "does not name an open file descriptor" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    lines = []
+    proc = run_eval(["test", str(tests_file), "--submission", str(tmp_path / "gone.py")], fd_out=lines)
+    assert proc.returncode == harness.USAGE and "no submission file at" in proc.stderr and lines == [""]
+
+
+def test_ctrl_c_says_interrupted_and_exits_130_without_a_traceback(tmp_path):
+    started = tmp_path / "started"
+    slow = write_submission(tmp_path, f"""
+        import pathlib, time
+        def custom_kernel(data):
+            pathlib.Path({str(started)!r}).write_text("yes")
+            time.sleep(600)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "POPCORN_FD"}
+    proc = subprocess.Popen([sys.executable, "eval.py", "test", "--submission", str(slow)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal sends it: to the parent and the worker alike
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == harness.INTERRUPTED and "interrupted" in err
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU message; this machine has a GPU")
-@pytest.mark.parametrize("mode", ["benchmark", "leaderboard", "profile", "both"])
+@pytest.mark.parametrize("mode", ["benchmark", "leaderboard", "profile"])
 def test_timing_modes_without_a_gpu_say_so_in_one_sentence(mode):
     proc = run_eval([mode])
     assert proc.returncode != 0
     assert "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU message; this machine has a GPU")
+def test_both_without_a_gpu_runs_the_tests_then_says_why_it_stops(tmp_path):
+    tests_file = tmp_path / "tiny.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    proc = run_eval(["both", str(tests_file), "--submission", str(write_submission(tmp_path, GOOD))])
+    assert proc.returncode == 0 and "[pass] B: 1; D: 4; S: 16; W: 4; seed: 1" in proc.stdout
+    assert "benchmarks need a CUDA GPU and none is visible here, so only the tests ran." in proc.stdout
+    proc = run_eval(["both", str(tests_file), "--submission", str(write_submission(tmp_path, WRONG, "w.py"))])
+    assert proc.returncode == 1  # the tests' verdict
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU message; this machine has a GPU")
@@ -279,20 +400,35 @@ def test_runner_benchmark_without_a_gpu_fails_cleanly(tmp_path):
     assert "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_local_report_names_the_failure_and_writes_json(tmp_path):
-    problem = tmp_path / "problem"
-    problem.mkdir()
-    for name in ("reference.py", "utils.py", "task.py"):
-        (problem / name).write_text((ROOT / name).read_text())
-    task = dict(TASK, tests=[{"B": 1, "D": 4, "S": 16, "W": 4, "seed": 1}])
-    (problem / "task.yml").write_text(yaml.safe_dump(task))
-    wrong = write_submission(problem, WRONG, "submission.py")
+def test_local_report_names_the_machine_the_failure_and_writes_json(tmp_path):
+    tests_file = tmp_path / "tiny.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    wrong = write_submission(tmp_path, WRONG)
     report = tmp_path / "report.json"
-    proc = run_eval(["test", str(problem), "--submission", str(wrong), "--json", str(report)])
+    proc = run_eval(["test", str(tests_file), "--submission", str(wrong), "--json", str(report)])
     assert proc.returncode == 1
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("GPU: " if HAS_GPU else "CPU: no CUDA device visible") and "torch " in first
     assert "[FAIL] B: 1; D: 4; S: 16; W: 4; seed: 1" in proc.stdout and "mismatch found" in proc.stdout
+    assert re.search(r"largest absolute error [\d.e+-]+ at \(\d+, \d+, \d+\): got [\d.e+-]+, expected", proc.stdout)
+    assert "largest relative error" in proc.stdout
     data = json.loads(report.read_text())
     assert data["passed"] is False and data["runs"][0]["cases"][0]["ok"] is False
+    assert set(data["versions"]) == {"torch", "triton", "helion"} and data["runs"][0]["cases"][0]["wall_s"] > 0
+
+
+def test_a_local_test_run_leaves_the_tree_clean(tmp_path):
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    def status():
+        return subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+    before = status()
+    tests_file = tmp_path / "tiny.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    proc = run_eval(["test", str(tests_file), "--submission", str(write_submission(tmp_path, GOOD))])
+    assert proc.returncode == 0 and status() == before
+    ignored = subprocess.run(["git", "check-ignore", "-q", "results/history.jsonl"], cwd=ROOT)
+    assert ignored.returncode == 0  # history is user data
 
 
 def test_popcorn_lines_for_timings_and_a_profile():
@@ -312,7 +448,14 @@ def test_popcorn_lines_for_timings_and_a_profile():
     lines = io.StringIO()
     harness.PopcornReporter(lines).case("profile", 0, case, outcome)
     encoded = lines.getvalue().splitlines()[1].split(": ", 1)[1]
-    assert base64.b64decode(encoded).decode() == outcome.report
+    assert base64.b64decode(encoded, altchars=b"+*").decode() == outcome.report
+
+
+def test_profile_reports_use_the_runners_base64_alphabet():
+    lines = io.StringIO()
+    case = harness.parse_tests("B: 1; D: 4; S: 32; W: 4; seed: 1")[0]
+    harness.PopcornReporter(lines).case("profile", 0, case, harness.Outcome(ok=True, report="???>"))
+    assert lines.getvalue().splitlines()[1] == "benchmark.0.report: Pz8*Pg=="  # standard base64: Pz8/Pg==
 
 
 def test_interpreter_choice_follows_the_submission():

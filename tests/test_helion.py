@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, task_shapes
+from scripts import configs
 from test_submission import RANDOM_SHAPES, TASK_TESTS
 
 HELION_FILE = ROOT / "submissions" / "submission_helion.py"
@@ -22,12 +23,11 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("helion") is None,
 CHILD = r"""
 import json, sys
 import torch
-sys.path.insert(0, sys.argv[1])
 from scripts.baselines import load_kernel_file
-module = load_kernel_file(__import__("pathlib").Path(sys.argv[2]), "submission_helion")
+module = load_kernel_file(__import__("pathlib").Path(sys.argv[1]), "submission_helion")
 device = "cuda" if torch.cuda.is_available() else "cpu"
 errors = {}
-for B, D, S, W in json.loads(sys.argv[3]):
+for B, D, S, W in json.loads(sys.argv[2]):
     gen = torch.Generator().manual_seed(B * 1000 + D * 10 + S)
     x, w, b = torch.randn(B, D, S, generator=gen), torch.randn(D, W, generator=gen), torch.randn(D, generator=gen)
     out = module.custom_kernel((x.to(device), w.to(device), b.to(device))).cpu().double()
@@ -55,11 +55,12 @@ def child_env():
     if not HAS_GPU:
         env["HELION_INTERPRET"] = "1"
     env["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner sets it: nothing may autotune
+    env["PYTHONPATH"] = str(ROOT)
     return env
 
 
 def test_helion_kernel_is_right_on_varied_shapes_and_refuses_bad_input():
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), str(HELION_FILE), json.dumps(SHAPES)],
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(HELION_FILE), json.dumps(SHAPES)],
                           env=child_env(), capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -81,9 +82,9 @@ def test_eval_passes_the_helion_submission_on_the_task_tests():
 
 def test_every_task_shape_has_a_hard_coded_config_and_nothing_autotunes():
     text = HELION_FILE.read_text()
-    for shape in ["(1, 64, 64, 4)", "(2, 128, 128, 4)", "(1, 256, 256, 3)", "(1, 128, 64, 8)", "(4, 64, 128, 4)",
-                  "(1, 1536, 2048, 4)", "(1, 2560, 2048, 4)", "(1, 2560, 4096, 4)"]:
-        assert re.search(re.escape(shape) + r": dict\(block_sizes=", text), shape
+    name, table = configs.read_table(text)
+    assert name == "SHAPE_CONFIGS" and set(table) == set(task_shapes("tests") + task_shapes("benchmarks"))
+    assert all(config.get("block_sizes") for config in table.values())
     calls = re.findall(r"helion\.kernel\(([^)]*)\)", text)
     assert calls and all("config=" in call for call in calls)
     assert "autotune" not in text.split("def conv1d_groups")[1]
@@ -102,13 +103,9 @@ def test_the_input_checks_are_the_triton_submissions_word_for_word():
     assert helion_copy == validate_source(ROOT / "submission.py")
 
 
-def _autotune_script():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import helion_autotune
-    return helion_autotune
-
-
 def test_the_autotuner_ranks_usable_configs_by_the_given_timer_and_keeps_failures_out():
+    from scripts import helion_autotune
+
     class FakeSearch:  # the two attributes of Helion's BaseSearch that rank_by relies on
         args = ("x", "w", "b")
 
@@ -116,17 +113,8 @@ def test_the_autotuner_ranks_usable_configs_by_the_given_timer_and_keeps_failure
             return float("inf") if config == "broken" else 0.5
 
     timed = []
-    search = _autotune_script().rank_by(FakeSearch(), lambda call: timed.append(call()) or 0.007)
+    search = helion_autotune.rank_by(FakeSearch(), lambda call: timed.append(call()) or 0.007)
     assert search.benchmark_function("good", lambda *args: args) == 0.007
     assert timed == [("x", "w", "b")]  # the timer ran the compiled config on the search's own inputs
     assert search.benchmark_function("broken", lambda *args: args) == float("inf")
     assert len(timed) == 1  # a config Helion rejected is never timed, never ranked
-
-
-def test_write_configs_replaces_only_the_named_shapes_line():
-    text = HELION_FILE.read_text()
-    new = _autotune_script().write_configs(text, {"1,1536,2048,4": {"block_sizes": [2, 64], "num_warps": 4}})
-    changed = [(a, b) for a, b in zip(text.split("\n"), new.split("\n")) if a != b]
-    assert changed == [(changed[0][0], "    (1, 1536, 2048, 4): dict(block_sizes=[2, 64], num_warps=4),")]
-    with pytest.raises(ValueError, match="no line"):
-        _autotune_script().write_configs(text, {"9,9,9,9": {"num_warps": 1}})

@@ -1,0 +1,3 @@
+from scripts.cli import cli
+
+cli()

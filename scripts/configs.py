@@ -1,0 +1,75 @@
+"""The config table inside a submission: read and rewritten between its markers, nothing else touched.
+
+Both submissions hold one table as plain data, `NAME = {key: value, ...}`, between the lines
+`# <configs>` and `# </configs>`. Keys are tuples; values are tuples (Triton: BLOCK, num_warps) or
+dicts (Helion configs, one key per line), so a change to one entry is one line in a diff.
+"""
+import ast
+import difflib
+
+BEGIN, END = "# <configs>", "# </configs>"
+
+
+def _split(text: str) -> tuple[str, str, str]:
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise ValueError(f"the file has no config table between one {BEGIN!r} line and one {END!r} line")
+    head, rest = text.split(BEGIN, 1)
+    block, tail = rest.split(END, 1)
+    return head, block, tail
+
+
+def read_table(text: str) -> tuple[str, dict]:
+    """(the table's name, its entries) from a submission's text."""
+    _, block, _ = _split(text)
+    body = [node for node in ast.parse(block).body if isinstance(node, ast.Assign)]
+    if len(body) != 1 or not isinstance(body[0].targets[0], ast.Name):
+        raise ValueError("the config table must be one assignment, NAME = {...}")
+    return body[0].targets[0].id, ast.literal_eval(body[0].value)
+
+
+WIDTH = 110
+
+
+def _wrapped(value, indent: str, used: int) -> str:
+    """repr(value), a long flat list broken over lines of at most WIDTH characters (`used` stand before it)."""
+    text = repr(value)
+    if used + len(text) + 1 <= WIDTH or not isinstance(value, list):
+        return text
+    lines, line = [], ""
+    for item in map(repr, value):
+        if line and len(indent) + 4 + len(line) + len(item) + 2 > WIDTH:
+            lines.append(line.rstrip())
+            line = ""
+        line += item + ", "
+    lines.append(line.rstrip())
+    return "[\n" + "".join(f"{indent}    {part}\n" for part in lines) + f"{indent}]"
+
+
+def format_value(value) -> str:
+    if isinstance(value, dict):
+        inner = "".join(f"        {key!r}: {_wrapped(item, '        ', len(f'        {key!r}: '))},\n"
+                        for key, item in value.items())
+        return "{\n" + inner + "    }"
+    return repr(value)
+
+
+def format_table(name: str, table: dict) -> str:
+    if not table:
+        return f"{name} = {{}}"
+    lines = [f"{name} = {{"]
+    lines += [f"    {key!r}: {format_value(table[key])}," for key in sorted(table)]
+    return "\n".join(lines + ["}"])
+
+
+def rewrite(text: str, updates: dict | None = None, remove=()) -> str:
+    """The text with the table's entries updated and `remove`d; everything outside the markers kept."""
+    head, _, tail = _split(text)
+    name, table = read_table(text)
+    table.update(updates or {})
+    for key in remove:
+        table.pop(key, None)
+    return f"{head}{BEGIN}\n{format_table(name, table)}\n{END}{tail}"
+
+
+def diff(old: str, new: str, name: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{name}", f"b/{name}"))
