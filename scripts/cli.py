@@ -9,6 +9,8 @@ directly. Flags mean the same everywhere: FILE is the submission-style file (def
 import datetime
 import io
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +20,7 @@ if __package__ in (None, ""):  # run as `python scripts/cli.py`: the workspace r
 import click
 
 import eval as harness
-from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, history, leaderboard
+from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, history, leaderboard, remote
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
@@ -209,36 +211,130 @@ def cases(which):
 @click.option("--yes", is_flag=True, help="do not ask before a ranked (leaderboard) submission")
 @click.option("--dry-run", is_flag=True, help="run the preflight and print the popcorn command only")
 def submit(file, mode, gpu, board, yes, dry_run):
-    """Preflight FILE, then submit it through popcorn-cli."""
+    """Preflight FILE, then submit it through popcorn-cli and record what the server says."""
     try:
-        checked = leaderboard.preflight(file, board, gpu, correctness_suite)
+        checked = leaderboard.preflight(file, board, gpu, correctness_suite, ROOT, need_popcorn=not dry_run,
+                                        echo=click.echo)
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"preflight refused {file.name}: {error}") from None
     for note in checked["notes"]:
         click.echo(f"note: {note}")
     for warning in checked["warnings"]:
+        click.echo(f"warning: {warning}")
+    for warning in checked["caching"]:
         click.echo(f"warning: looks like caching across calls, {warning}")
-    popcorn = leaderboard.find_popcorn()
+    popcorn = leaderboard.find_popcorn() or "popcorn-cli"
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     output = ROOT / "results" / "remote" / f"{stamp}.txt"
-    command = leaderboard.popcorn_command(popcorn or "popcorn-cli", checked["leaderboard"], checked["gpu"],
-                                          mode, file, output)
+    command = leaderboard.popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, output)
     if dry_run:
         click.echo(" ".join(command))
         return
-    if popcorn is None:
-        raise click.ClickException(leaderboard.INSTALL_HINT)
     if mode == "leaderboard" and not yes:
         click.confirm(f"Submit {file.name} for a ranked run on {checked['gpu']}?", abort=True)
     output.parent.mkdir(parents=True, exist_ok=True)
-    code, text = leaderboard.run_echoing(command, echo=click.echo)
-    means = leaderboard.parse_means_us(text + (output.read_text() if output.exists() else ""))
-    geo = harness.geomean(means.values()) if means and mode != "test" else None
-    history.append_entry(history.make_entry(
-        source="popcorn", mode=mode, gpu=checked["gpu"], file=file, per_case_us={str(k): v for k, v in means.items()},
-        geomean_us=geo, outcome="pass" if code == 0 else "fail", output=str(output)))
+    interrupted = False
+    try:
+        code, text = leaderboard.run_echoing(command, echo=click.echo)
+    except leaderboard.Interrupted as stop:
+        code, text, interrupted = harness.INTERRUPTED, stop.output, True
+    saved = output.read_text() if output.exists() else ""
+    if not saved:
+        output.write_text(text)
+    record = remote.parse_submit_output(text + "\n" + saved)
+    status = "interrupted" if interrupted else ("failed" if code != 0 and record["status"] == "done"
+                                                else record["status"])
+    entry = history.remote_entry(dict(record, status=status, gpu=checked["gpu"]), "popcorn", mode=mode)
+    entry.update(file=history.workspace_path(file), file_hash=history.file_hash(file), commit=history.git_commit(),
+                 leaderboard=checked["leaderboard"], message=record["message"], output=str(output),
+                 scores=record["scores"], format=record["format"],
+                 benchmark_means_us=record["benchmark_means_us"], time=history.now())
+    history.append_entry(entry)
+    click.echo(f"recorded: submission {record['submission_id'] or '(no id)'}, {status}"
+               + "".join(f", {'secret' if s['secret'] else 'public'} {s['score_us']:.2f} us on {s['runner']}"
+                         for s in record["scores"]))
+    if interrupted:
+        click.echo("interrupted", err=True)
+        sys.exit(harness.INTERRUPTED)
+    if status == "no score found":
+        click.echo(f"no score found in popcorn's output; it is saved in {output}")
     if code != 0:
-        raise click.ClickException(f"popcorn exited with {code}; its output is in {output}")
+        raise click.ClickException(f"popcorn exited with {code}: {record['message'] or 'see'} {output}")
+
+
+@cli.group(name="remote")
+def remote_group():
+    """What the KernelBot server holds: our submissions, and the public ranking."""
+
+
+def _popcorn_or_fail() -> str:
+    popcorn = leaderboard.find_popcorn()
+    if popcorn is None:
+        raise click.ClickException(leaderboard.INSTALL_HINT)
+    return popcorn
+
+
+def _ask_popcorn(args: list[str]) -> str:
+    proc = subprocess.run([_popcorn_or_fail(), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
+        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {proc.returncode}): {reason}")
+    return proc.stdout
+
+
+@remote_group.command(name="list")
+def remote_list():
+    """Our submissions to causal_conv1d (popcorn-cli submissions list), merged into the history."""
+    rows = remote.parse_list(_ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD]))
+    entries = [history.remote_entry(dict(row, status="done" if row["status"] == "done" else "pending",
+                                         runs=[{"mode": "leaderboard", "secret": False, "passed": True,
+                                                "runner": row["gpu"], "score_us": row["score_us"]}]
+                                         if row["score_us"] else []), "remote", mode="list",
+                                    file=row["file_name"], score_text=row["score_text"]) for row in rows]
+    added = history.merge_remote(entries)
+    click.echo(f"{'id':>8}  {'file':<20}{'time':<21}{'gpu':<13}{'status':<9}{'score':>10}")
+    for row in rows:
+        click.echo(f"{row['submission_id']:>8}  {row['file_name'][:19]:<20}{row['time']:<21}{str(row['gpu']):<13}"
+                   f"{row['status']:<9}{row['score_text']:>10}")
+    click.echo(f"{len(rows)} submissions; {added} new in the history")
+
+
+@remote_group.command(name="show")
+@click.argument("submission_id", type=int)
+def remote_show(submission_id):
+    """One submission's runs (popcorn-cli submissions show ID), merged into the history."""
+    text = _ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])
+    try:
+        record = remote.parse_show(text)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    status = "done" if record.get("status") == "done" else "pending"
+    added = history.merge_remote([history.remote_entry(dict(record, status=status), "remote", mode="show",
+                                                       file=record.get("file_name"))])
+    click.echo(f"submission {record['submission_id']}: {record.get('file_name', '?')}, {record.get('status', '?')}")
+    for run in record["runs"]:
+        score = f"{run['score_us']:.2f} us" if run["score_us"] else run["score_text"]
+        click.echo(f"  {run['mode']:<12}{run['runner']:<14}{'passed' if run['passed'] else 'FAILED':<8}"
+                   f"{'secret' if run['secret'] else 'public':<8}{score}")
+    click.echo(f"{added} new in the history")
+
+
+@remote_group.command(name="standings")
+@click.option("--gpu", default=leaderboard.LEADERBOARD_GPUS[leaderboard.LEADERBOARD][0], show_default=True)
+@click.option("--top", default=10, show_default=True)
+def remote_standings(gpu, top):
+    """The public ranking beside our best recorded score on that GPU, and the rank it would take."""
+    api_url, cli_id = remote.popcorn_settings(os.environ, Path.home())
+    if not api_url:
+        raise click.ClickException("POPCORN_API_URL is not set: popcorn-cli needs it too (see its setup).")
+    try:
+        standings = remote.fetch_standings(api_url, leaderboard.LEADERBOARD, gpu, cli_id, limit=max(top, 100))
+    except remote.RemoteError as error:
+        raise click.ClickException(str(error)) from None
+    ours = [public for public, _ in (history.remote_scores(e) for e in history.read_entries(warn=lambda msg: None)
+                                     if e.get("gpu") == gpu and e.get("source") in history.REMOTE_SOURCES)
+            if public is not None]
+    click.echo(remote.format_standings(standings, min(ours) if ours else None, top))
 
 
 @cli.command(name="history")
@@ -250,6 +346,8 @@ def history_cmd(plot_file):
         click.echo(f"no history yet in {history.HISTORY}")
         return
     click.echo(history.format_table(entries))
+    click.echo("")
+    click.echo(history.by_file(entries))
     if plot_file:
         try:
             history.plot(entries, plot_file)

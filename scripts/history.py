@@ -127,12 +127,23 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
     return entries
 
 
+REMOTE_SOURCES = ("popcorn", "remote")
+BASELINES = {"reference", "copy", "torch_compile", "dao_causal_conv1d", "floor"}
+
+
+def is_baseline(entry: dict) -> bool:
+    """A peer or a copy of x timed for comparison, not a file of ours."""
+    mode = str(entry.get("mode", ""))
+    return (mode in BASELINES or mode.startswith("triton_copy") or mode.startswith("triton_")
+            or str(entry.get("file", "")).startswith("scripts/"))
+
+
 def best_per_gpu(entries: list[dict]) -> dict:
-    """gpu -> index of its passing entry with the lowest geomean."""
+    """gpu -> index of its passing submission entry with the lowest geomean (baselines never count)."""
     best = {}
     for i, e in enumerate(entries):
         g = e.get("geomean_us")
-        if g is None or e.get("outcome") != "pass":
+        if g is None or e.get("outcome") != "pass" or is_baseline(e):
             continue
         if e.get("gpu") not in best or g < entries[best[e.get("gpu")]]["geomean_us"]:
             best[e.get("gpu")] = i
@@ -149,12 +160,82 @@ def format_table(entries: list[dict]) -> str:
                     f"{str(e.get('gpu', '?')):<22}{str(e.get('source', '?')):<9}{str(e.get('mode', '?')):<12}"
                     f"{(f'{g:.2f}' if isinstance(g, (int, float)) else '-'):>11}  {str(e.get('outcome', '?')):<8} "
                     f"{Path(str(e.get('file', ''))).name}")
-    rows.append("* best passing geomean per GPU")
+    rows.append("* best passing geomean per GPU, submissions only")
     return "\n".join(rows)
 
 
+def remote_scores(entry: dict) -> tuple[float | None, float | None]:
+    """(public, secret) ranked scores in microseconds of a remote entry."""
+    public = secret = None
+    for run in entry.get("runs") or []:
+        if run.get("mode") == "leaderboard" and run.get("passed") and run.get("score_us") is not None:
+            if run.get("secret"):
+                secret = run["score_us"] if secret is None else min(secret, run["score_us"])
+            else:
+                public = run["score_us"] if public is None else min(public, run["score_us"])
+    return public, secret
+
+
+def by_file(entries: list[dict]) -> str:
+    """Per submitted file (by content hash): its best local geomean per GPU beside its remote scores."""
+    files = {}
+    for e in entries:
+        if is_baseline(e) or e.get("outcome") != "pass":
+            continue
+        key = e.get("file_hash") or e.get("file") or "?"
+        row = files.setdefault(key, {"file": Path(str(e.get("file") or "?")).name, "local": {}, "public": None,
+                                     "secret": None})
+        if e.get("source") in REMOTE_SOURCES:
+            public, secret = remote_scores(e)
+            for name, value in (("public", public), ("secret", secret)):
+                if value is not None and (row[name] is None or value < row[name]):
+                    row[name] = value
+        elif isinstance(e.get("geomean_us"), NUMBER):
+            gpu = e.get("gpu", "?")
+            row["local"][gpu] = min(e["geomean_us"], row["local"].get(gpu, float("inf")))
+    lines = [f"{'file':<28}{'hash':<14}{'local geomean us (gpu)':<40}{'B200 public':>12}{'B200 secret':>12}"]
+    for key, row in files.items():
+        local = ", ".join(f"{v:.2f} ({g})" for g, v in sorted(row["local"].items())) or "-"
+        lines.append(f"{row['file'][:27]:<28}{str(key)[:12]:<14}{local[:39]:<40}"
+                     f"{_us(row['public']):>12}"
+                     f"{_us(row['secret']):>12}")
+    return "\n".join(lines)
+
+
+def _us(value) -> str:
+    return f"{value:.2f}" if isinstance(value, NUMBER) else "-"
+
+
+def remote_entry(record: dict, source: str, **extra) -> dict:
+    """A history line for what the server said about one submission."""
+    runs = record.get("runs") or []
+    public = next((r["score_us"] for r in runs if r.get("mode") == "leaderboard" and not r.get("secret")
+                   and r.get("score_us") is not None), None)
+    runner = next((r.get("runner") for r in runs if r.get("runner")), None) or record.get("gpu") or "?"
+    passed = record.get("status") in ("done", None) and (not runs or all(r.get("passed") for r in runs))
+    entry = {"time": record.get("time") or now(), "gpu": runner, "source": source, "mode": extra.pop("mode", None),
+             "submission_id": record.get("submission_id"), "runs": runs, "geomean_us": public,
+             "outcome": "pass" if passed and record.get("status") != "pending" else record.get("status") or "fail"}
+    entry.update(extra)
+    return entry
+
+
+def merge_remote(entries_new: list[dict], path: Path | None = None) -> int:
+    """Append the remote entries whose submission id is not yet recorded with the same runs; how many were added."""
+    known = {(e.get("submission_id"), json.dumps(e.get("runs"), sort_keys=True))
+             for e in read_entries(path, warn=lambda msg: None) if e.get("submission_id") is not None}
+    added = 0
+    for entry in entries_new:
+        key = (entry.get("submission_id"), json.dumps(entry.get("runs"), sort_keys=True))
+        if key not in known:
+            append_entry(entry, path)
+            known.add(key)
+            added += 1
+    return added
+
+
 def plot(entries: list[dict], out: Path) -> None:
-    """Geomean over time, one line per GPU. Needs matplotlib; ImportError says so."""
+    """Geomean over time of our submissions: one line per local GPU and per remote runner. Needs matplotlib."""
     try:
         import matplotlib
 
@@ -162,14 +243,20 @@ def plot(entries: list[dict], out: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("history --plot needs matplotlib: pip install matplotlib") from None
+    series = {}
+    for e in entries:
+        if is_baseline(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
+            continue
+        label = f"{e.get('gpu')} ({'remote' if e.get('source') in REMOTE_SOURCES else 'local'})"
+        series.setdefault(label, []).append((datetime.datetime.fromisoformat(e["time"]), e["geomean_us"]))
     fig, ax = plt.subplots(figsize=(8, 4))
-    for gpu in sorted({e.get("gpu") for e in entries if e.get("geomean_us") is not None}):
-        points = [(datetime.datetime.fromisoformat(e["time"]), e["geomean_us"]) for e in entries
-                  if e.get("gpu") == gpu and e.get("geomean_us") is not None]
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=gpu)
+    for label, points in sorted(series.items()):
+        points.sort()
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     ax.set_ylabel("geomean (us)")
-    ax.set_title("causal_conv1d: geomean over time")
-    ax.legend()
+    ax.set_title("causal_conv1d: our submissions' geomean over time")
+    if series:
+        ax.legend()
     fig.autofmt_xdate()
     fig.tight_layout()
     fig.savefig(out)

@@ -1,10 +1,18 @@
-"""The way to the leaderboard: directives, preflight checks, and the popcorn command."""
+"""The way to the leaderboard: directives, the preflight, and the popcorn command.
+
+The preflight judges a file as the KernelBot server and runner would, cheapest checks first and
+before any test runs (../shared/POPCORN.md): popcorn-cli on PATH, the directives as popcorn parses
+them, the size limit, the forbidden substring, the imports; then the runner's `python3 submission.py`
+step in a scratch folder; then the local correctness suite.
+"""
 import ast
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import eval as harness
@@ -13,6 +21,10 @@ LEADERBOARD = "causal_conv1d"
 LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}
 RUNNER_MODULES = {"task", "torch", "triton", "numpy", "helion"}
 MODES = harness.MODES
+MAX_BYTES = 1_000_000  # the server rejects larger files
+FORBIDDEN = "stream"  # the server rejects any file containing it, in any case, comments and strings included
+COMPILE_LIMIT_S = 120  # the runner's `python3 submission.py` step
+COMPILE_WARN_S = 10
 INSTALL_HINT = ("popcorn-cli was not found: install it from the gpu-mode/popcorn-cli releases, put it on PATH "
                 "as popcorn-cli or popcorn (or set POPCORN_BIN), then run `popcorn-cli register` once.")
 
@@ -22,12 +34,22 @@ class PreflightError(Exception):
 
 
 def parse_directives(text: str) -> dict:
-    """`#!POPCORN key value` lines -> {key: value}."""
-    found = {}
+    """Directives as popcorn reads them: lines that begin at column 0 with `#!POPCORN` or `//!POPCORN`
+    -> {key: value}. More than one GPU is an error, as in popcorn."""
+    found, gpus = {}, []
     for line in text.splitlines():
-        match = re.match(r"#!POPCORN\s+(\S+)\s+(\S+)", line.strip())
-        if match:
-            found[match[1]] = match[2]
+        match = re.match(r"(?:#|//)!POPCORN\s+(\S+)((?:\s+\S+)*)\s*$", line)
+        if not match:
+            continue
+        key, values = match[1], match[2].split()
+        if key == "gpu":
+            gpus += values
+        elif values:
+            found[key] = values[0]
+    if len(gpus) > 1:
+        raise PreflightError(f"the file names {len(gpus)} GPUs ({', '.join(gpus)}); popcorn takes exactly one")
+    if gpus:
+        found["gpu"] = gpus[0]
     return found
 
 
@@ -88,15 +110,57 @@ def caching_warnings(text: str) -> list[str]:
     return warnings
 
 
-def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests) -> dict:
+def forbidden_lines(text: str) -> list[str]:
+    """Every line the server would reject the file for, numbered."""
+    return [f"line {n}: {line.strip()[:80]}" for n, line in enumerate(text.splitlines(), start=1)
+            if FORBIDDEN in line.lower()]
+
+
+def compile_step(path: Path, problem_dir: Path) -> str | None:
+    """The runner's `python3 submission.py`, beside task.py in a scratch folder: a warning, or None."""
+    with tempfile.TemporaryDirectory() as scratch:
+        shutil.copy(path, Path(scratch) / "submission.py")
+        shutil.copy(problem_dir / "task.py", Path(scratch) / "task.py")
+        start = time.monotonic()
+        try:
+            proc = subprocess.run([sys.executable, "submission.py"], cwd=scratch, capture_output=True, text=True,
+                                  timeout=COMPILE_LIMIT_S)
+        except subprocess.TimeoutExpired:
+            return f"`python3 submission.py` ran past the runner's {COMPILE_LIMIT_S} s limit"
+        took = time.monotonic() - start
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return f"`python3 submission.py` failed on its own (exit {proc.returncode}: {last}); the runner tolerates it"
+    if took > COMPILE_WARN_S:
+        return (f"`python3 submission.py` took {took:.0f} s: module-level or __main__ work (autotuning?) eats the "
+                f"runner's {COMPILE_LIMIT_S} s")
+    return None
+
+
+def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, problem_dir: Path,
+              need_popcorn: bool = True, echo=print) -> dict:
     """Everything that must hold before a file leaves the machine; PreflightError on the first refusal.
 
-    run_tests(path) -> (ok, message) runs the local correctness suite.
+    run_tests(path) -> (ok, message) runs the local correctness suite. Each step says one line as it starts.
     """
+    if need_popcorn:
+        echo("preflight: popcorn-cli on PATH")
+        if find_popcorn() is None:
+            raise PreflightError(INSTALL_HINT)
+    echo("preflight: the #!POPCORN directives")
     if not path.is_file():
         raise PreflightError(f"no file at {path}")
     text = path.read_text()
     board, target_gpu, notes = resolve_target(text, leaderboard, gpu)
+    echo(f"preflight: size (the server takes at most {MAX_BYTES:,} bytes)")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise PreflightError(f"{path.name} is {size:,} bytes; the server rejects files over {MAX_BYTES:,} bytes")
+    echo(f"preflight: no '{FORBIDDEN}' anywhere (the server rejects it in any case, comments included)")
+    bad = forbidden_lines(text)
+    if bad:
+        raise PreflightError(f"{path.name} contains '{FORBIDDEN}', which the server rejects: " + "; ".join(bad))
+    echo("preflight: imports the runner has")
     try:
         foreign = foreign_imports(text)
     except SyntaxError as error:
@@ -105,10 +169,14 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests) -
         raise PreflightError(f"{path.name} imports {', '.join(foreign)}, which the runner does not have: "
                              "only the submission file travels, so it may import task, torch, triton, numpy, "
                              "helion and the standard library")
+    echo(f"preflight: `python3 submission.py` beside task.py, as the runner's compile step ({COMPILE_LIMIT_S} s limit)")
+    warnings = [w for w in [compile_step(path, problem_dir)] if w]
+    echo("preflight: the local correctness suite")
     ok, message = run_tests(path)
     if not ok:
         raise PreflightError(f"the local correctness suite fails: {message}")
-    return {"leaderboard": board, "gpu": target_gpu, "notes": notes, "warnings": caching_warnings(text)}
+    return {"leaderboard": board, "gpu": target_gpu, "notes": notes, "warnings": warnings,
+            "caching": caching_warnings(text)}
 
 
 def find_popcorn() -> str | None:
@@ -123,19 +191,25 @@ def popcorn_command(popcorn: str, leaderboard: str, gpu: str, mode: str, path: P
             str(path), "-o", str(output)]
 
 
+class Interrupted(Exception):
+    """Ctrl-C while popcorn ran; `output` holds what it printed until then."""
+
+    def __init__(self, output: str):
+        super().__init__("interrupted")
+        self.output = output
+
+
 def run_echoing(command: list[str], echo=print) -> tuple[int, str]:
-    """Run command, echoing its output line by line as it comes; (exit code, all output)."""
+    """Run command, echoing its output line by line as it comes; (exit code, all output).
+    Ctrl-C ends the command and raises Interrupted with what it printed."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
-    for line in process.stdout:
-        echo(line.rstrip("\n"))
-        lines.append(line)
-    return process.wait(), "".join(lines)
-
-
-_MEAN = re.compile(r"benchmark\.(\d+)\.mean:\s*([\d.eE+-]+)")
-
-
-def parse_means_us(output: str) -> dict:
-    """benchmark.i.mean lines (nanoseconds) in popcorn's output -> {case index: microseconds}."""
-    return {int(i): float(v) / 1e3 for i, v in _MEAN.findall(output)}
+    try:
+        for line in process.stdout:
+            echo(line.rstrip("\n"))
+            lines.append(line)
+        return process.wait(), "".join(lines)
+    except KeyboardInterrupt:
+        process.kill()
+        process.wait()
+        raise Interrupted("".join(lines)) from None

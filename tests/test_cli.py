@@ -1,8 +1,5 @@
 """scripts/: the leaderboard loop. Plain functions first, then the CLI end to end with a fake popcorn."""
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -60,7 +57,7 @@ def test_preflight_refuses_bad_directives(tmp_path, text, message):
     path = tmp_path / "s.py"
     path.write_text(text + GOOD_BODY)
     with pytest.raises(leaderboard.PreflightError, match=message):
-        leaderboard.preflight(path, None, None, ok_suite)
+        leaderboard.preflight(path, None, None, ok_suite, ROOT, need_popcorn=False)
 
 
 @pytest.mark.parametrize("line,module", [
@@ -73,7 +70,7 @@ def test_preflight_refuses_imports_the_runner_lacks(tmp_path, line, module):
     path = tmp_path / "s.py"
     path.write_text(DIRECTIVES + line + "\n" + GOOD_BODY)
     with pytest.raises(leaderboard.PreflightError, match=f"imports {module}(,|\\s)"):
-        leaderboard.preflight(path, None, None, ok_suite)
+        leaderboard.preflight(path, None, None, ok_suite, ROOT, need_popcorn=False)
 
 
 def test_preflight_accepts_the_runners_modules_and_the_standard_library():
@@ -87,7 +84,7 @@ def test_preflight_refuses_a_file_that_fails_the_correctness_suite(tmp_path):
     path = tmp_path / "s.py"
     path.write_text(DIRECTIVES + GOOD_BODY)
     with pytest.raises(leaderboard.PreflightError, match="correctness suite fails: case 3 is wrong"):
-        leaderboard.preflight(path, None, None, lambda p: (False, "case 3 is wrong"))
+        leaderboard.preflight(path, None, None, lambda p: (False, "case 3 is wrong"), ROOT, need_popcorn=False)
 
 
 def test_caching_patterns_are_warnings():
@@ -280,34 +277,8 @@ def test_parse_shape_refuses_nonsense(text):
         cmp.parse_shape(text)
 
 
-# ----------------------------------------------------------------------------- the CLI end to end
-
-
-def run_cli(args, env_extra, input_text=None):
-    env = dict(os.environ, **env_extra)
-    env.pop("POPCORN_FD", None)
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "cli.py"), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, input=input_text, timeout=600)
-
-
-@pytest.fixture
-def fake_popcorn(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "popcorn_args.json"
-    script = bin_dir / "popcorn-cli"
-    script.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
-        import json, sys
-        json.dump(sys.argv[1:], open({str(record)!r}, "w"))
-        print("benchmark.0.mean: 8000.0")
-        print("benchmark.1.mean: 12000.0")
-        print("benchmark.2.mean: 22000.0")
-    """))
-    script.chmod(0o755)
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")}
-    env.pop("POPCORN_BIN", None)
-    return env, record, tmp_path
+# ----------------------------------------------------------------------------- the CLI (end to end with a fake
+# popcorn in test_remote.py)
 
 
 def test_cli_lists_the_daily_commands():
@@ -349,43 +320,3 @@ def test_ncu_raw_csv_is_read_and_summed_over_the_measured_kernels():
     assert found["duration us"] == 12.0 and found["DRAM read MB"] == 13.0 and found["DRAM write MB"] == 1.0
     assert found["DRAM % of peak"] == 80.5 and found["achieved occupancy %"] == 60 and found["registers/thread"] == 40
     assert found["kernels"] == 2 and "duration us" in profile.format_side_by_side({"a": found, "b": found})
-
-
-def test_submit_end_to_end_with_a_fake_popcorn(fake_popcorn):
-    env, record, tmp = fake_popcorn
-    sub = tmp / "candidate.py"
-    sub.write_text(DIRECTIVES + GOOD_BODY)
-    proc = run_cli(["submit", str(sub), "--mode", "benchmark"], env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    args = json.loads(record.read_text())
-    assert args[:9] == ["submit", "--no-tui", "--leaderboard", "causal_conv1d", "--gpu", "B200_Nebius",
-                        "--mode", "benchmark", str(sub)]
-    assert args[9] == "-o" and "/results/remote/" in args[10]
-    assert "benchmark.2.mean: 22000.0" in proc.stdout  # popcorn's output is streamed through
-    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
-    assert entry["source"] == "popcorn" and entry["mode"] == "benchmark" and entry["outcome"] == "pass"
-    assert entry["geomean_us"] == pytest.approx((8 * 12 * 22) ** (1 / 3))
-
-    # A ranked run asks first; answering no sends nothing.
-    record.unlink()
-    proc = run_cli(["submit", str(sub), "--mode", "leaderboard"], env, input_text="n\n")
-    assert proc.returncode != 0 and "Aborted" in proc.stdout + proc.stderr and not record.exists()
-
-
-def test_submit_refusals_and_missing_popcorn(fake_popcorn):
-    env, record, tmp = fake_popcorn
-    foreign = tmp / "foreign.py"
-    foreign.write_text(DIRECTIVES + "from scripts import tune\n" + GOOD_BODY)
-    proc = run_cli(["submit", str(foreign)], env)
-    assert proc.returncode != 0 and "imports scripts" in proc.stderr and "Traceback" not in proc.stderr
-    assert not record.exists()
-
-    sub = tmp / "candidate.py"
-    sub.write_text(DIRECTIVES + GOOD_BODY)
-    proc = run_cli(["submit", str(sub), "--dry-run"], env)
-    assert proc.returncode == 0 and "submit --no-tui --leaderboard causal_conv1d --gpu B200_Nebius --mode test" in proc.stdout
-    assert not record.exists()
-
-    no_popcorn = dict(env, PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin")
-    proc = run_cli(["submit", str(sub)], no_popcorn)
-    assert proc.returncode != 0 and "popcorn-cli was not found" in proc.stderr and "Traceback" not in proc.stderr

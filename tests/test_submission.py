@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import submission
-from conftest import DEVICE, conv_float64, make_inputs, task_shapes
+from conftest import conv_float64, make_inputs, task_shapes
 
 TASK_TESTS = task_shapes("tests")
 # Hidden-shape style: S < W, W = 1, 8 and 16, D = 1, B > 1, odd and non-multiple-of-4 sizes,
