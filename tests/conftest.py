@@ -19,6 +19,20 @@ if not HAS_GPU:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 DEVICE = "cuda" if HAS_GPU else "cpu"
+# A submission file the preflight accepts: the directives and a plain-PyTorch kernel.
+DIRECTIVES = "#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n"
+GOOD_BODY = """
+import torch
+from task import input_t, output_t
+
+
+def custom_kernel(data: input_t) -> output_t:
+    x, weight, bias = data
+    W = weight.shape[1]
+    padded = torch.nn.functional.pad(x, (W - 1, 0))
+    return torch.nn.functional.conv1d(padded, weight.unsqueeze(1), bias, groups=x.shape[1])
+"""
+
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (graph capture and timing); none is visible")
 
 

@@ -17,22 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import DIRECTIVES, GOOD_BODY, ROOT
 from scripts import history, leaderboard, remote
 
 SAMPLES = ROOT / "tests" / "samples"
-DIRECTIVES = "#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n"
-GOOD_BODY = """
-import torch
-from task import input_t, output_t
-
-
-def custom_kernel(data: input_t) -> output_t:
-    x, weight, bias = data
-    W = weight.shape[1]
-    padded = torch.nn.functional.pad(x, (W - 1, 0))
-    return torch.nn.functional.conv1d(padded, weight.unsqueeze(1), bias, groups=x.shape[1])
-"""
 
 
 def sample(name: str) -> str:
