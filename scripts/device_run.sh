@@ -7,7 +7,7 @@
 #   eval         eval.py both on submission.py
 #   runner       runner mode (POPCORN_FD, secret seed) on RUNNER_SUBMISSION: test, benchmark, leaderboard, profile
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
-#   profile      cli.py profile on every leaderboard case (Nsight Compute beside the fastest copy)
+#   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
 #   tune         cli.py tune --dry-run
 #   helion-tune  cli.py helion-tune (HELION_ARGS passed through)
 #   helion-eval  eval.py both on the Helion submission
@@ -43,7 +43,7 @@ print('capture probe: outside', submission._capturing(), 'inside', inside)";;
               echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; grep -v '\.report: ' $res | tee -a "$LOG"
             done;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
-    profile) for case in 0 1 2; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
+    profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
     tune) run python3 scripts/cli.py tune --dry-run;;
     helion-tune) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
