@@ -190,7 +190,10 @@ def profile(file, case_index, out_dir):
     if problem:
         raise click.ClickException(problem)
     out_dir = out_dir or default_out("profile")
-    table = prof.profile_side_by_side(file, cases[case_index].args, out_dir, echo=click.echo)
+    try:
+        table = prof.profile_side_by_side(file, cases[case_index].args, out_dir, echo=click.echo)
+    except (RuntimeError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
     click.echo(table)
     click.echo(f"wrote {out_dir}")
 

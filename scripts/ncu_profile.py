@@ -92,9 +92,14 @@ def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> s
         echo(f"ncu: {name} on {'x'.join(shape[:4])}")
         proc = subprocess.run(ncu_command([sys.executable, "-m", "scripts.ncu_profile", *spec, *shape], csv_out),
                               cwd=ROOT, capture_output=True, text=True)
-        if proc.returncode != 0 or not csv_out.exists():
-            raise RuntimeError(f"ncu failed on {name} (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
-        results[name] = parse_raw_csv(csv_out.read_text())
+        text = csv_out.read_text() if csv_out.exists() else ""
+        if '"ID"' not in text:  # some ncu releases print the page on stdout despite --log-file
+            text = proc.stdout
+            csv_out.write_text(text)
+        if proc.returncode != 0 or '"ID"' not in text:
+            raise RuntimeError(f"ncu failed on {name} (exit {proc.returncode}): "
+                               f"{(proc.stderr.strip() or text.strip())[-500:]}")
+        results[name] = parse_raw_csv(text)
     table = format_side_by_side(results)
     (out_dir / f"profile_{'x'.join(shape[:4])}.txt").write_text(table + "\n")
     return table
