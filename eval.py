@@ -741,12 +741,10 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
     return report
 
 
-def runner_main(argv, fd_text: str) -> int:
-    parser = argparse.ArgumentParser(prog="eval.py")
-    parser.add_argument("mode", choices=MODES)
-    parser.add_argument("tests_file", type=Path)
-    parser.add_argument("--submission", type=Path, default=HERE / "submission.py")
-    opts = parser.parse_args(argv)
+def runner_main(opts, fd_text: str) -> int:
+    if opts.mode == "both" or opts.tests_file is None:
+        print("runner mode takes one of test, benchmark, leaderboard, profile and a tests file", file=sys.stderr)
+        return USAGE
     try:
         fd = int(fd_text)
         os.fstat(fd)
@@ -776,7 +774,8 @@ def runner_main(argv, fd_text: str) -> int:
     return 0 if passed else FAILED
 
 
-def local_parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """One command line for both modes (runner mode: POPCORN_FD set, a tests file required)."""
     parser = argparse.ArgumentParser(
         prog="eval.py", description="Run the submission's tests and/or benchmarks and report them.")
     parser.add_argument("mode", choices=MODES + ("both",))
@@ -789,8 +788,7 @@ def local_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def local_main(argv) -> int:
-    opts = local_parser().parse_args(argv)
+def local_main(opts) -> int:
     try:
         report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_floor)
     except TaskError as error:
@@ -803,10 +801,10 @@ def local_main(argv) -> int:
 
 def main(argv=None) -> int:
     os.environ["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner: before anything imports helion
-    argv = sys.argv[1:] if argv is None else argv
+    opts = parser().parse_args(sys.argv[1:] if argv is None else argv)
     fd = os.environ.get("POPCORN_FD")
     try:
-        return runner_main(argv, fd) if fd is not None else local_main(argv)
+        return runner_main(opts, fd) if fd is not None else local_main(opts)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return INTERRUPTED
