@@ -50,7 +50,7 @@ CANDIDATES = [(1024, 2), (2048, 1), (512, 1), (2048, 2), (2048, 4), (4096, 4), (
 # PTXAS Advanced Controls Files that only the B200 runner has; each joins the list on the heuristic tile.
 ACF_GLOB = "/opt/booster_pack/*.acf"
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB zeroed before each timed call, as the leaderboard does
-STORE_EVICTION = ""  # the output's L2 eviction hint ("" or "evict_first"), under measurement (NOTES v3)
+MAXNREG = None  # a register cap per thread for every launch, under measurement (NOTES v4)
 
 @triton.jit
 def _columns(group):
@@ -79,7 +79,7 @@ def _add_taps(acc, cols, w_row, W: tl.constexpr, q: tl.constexpr, j: tl.constexp
 
 @triton.jit
 def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
-                         W: tl.constexpr, BLOCK: tl.constexpr, STORE_EVICTION: tl.constexpr):
+                         W: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     row = pid // chunks_per_row  # b * D + d
     chunk = pid - row * chunks_per_row
@@ -106,7 +106,7 @@ def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
         o3 = _add_taps(o3, cols, w_row, W, q, 3)
     # join(join(o0, o2), join(o1, o3))[n, i, j] is o(2i + j): back to [N, 4] in order.
     out = tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(N, 4)
-    tl.store(out_ptr + row_start + t, out, mask=t < S, eviction_policy=STORE_EVICTION)
+    tl.store(out_ptr + row_start + t, out, mask=t < S)
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,9 +128,10 @@ def _launch(x, weight, bias, out, block: int, num_warps: int, ptx_options: str |
     B, D, S = x.shape
     chunks_per_row = triton.cdiv(S, block)
     extra = {"ptx_options": ptx_options} if ptx_options else {}
+    if MAXNREG:
+        extra["maxnreg"] = MAXNREG
     causal_conv1d_kernel[(B * D * chunks_per_row,)](
-        x, weight, bias, out, D, S, chunks_per_row, W=weight.shape[1], BLOCK=block, STORE_EVICTION=STORE_EVICTION,
-        num_warps=num_warps, **extra)
+        x, weight, bias, out, D, S, chunks_per_row, W=weight.shape[1], BLOCK=block, num_warps=num_warps, **extra)
 
 
 # ----------------------------------------------------------------------------- the first-call search
@@ -138,15 +139,28 @@ def _launch(x, weight, bias, out, block: int, num_warps: int, ptx_options: str |
 _tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, ptx_options): configs only
 
 
-def _capturing() -> bool | None:
-    """True inside a CUDA-graph capture, False outside, None where this torch cannot tell."""
+def _capturing(device) -> bool | None:
+    """True inside a CUDA-graph capture, False outside, None where this torch cannot tell.
+
+    torch 2.13 answers directly. Older ones are asked where a fresh allocation lands: during a
+    capture the caching allocator serves it from the graph's private pool, whose id is not (0, 0).
+    (torch's own capture query has a name the server rejects, so it cannot be called here.)
+    """
     probe = getattr(torch.cuda.CUDAGraph, "get_currently_capturing_graph", None)
-    if probe is None:
-        return None
+    if probe is not None:
+        try:
+            return probe() is not None
+        except RuntimeError:  # raised when no capture is under way
+            return False
     try:
-        return probe() is not None
-    except RuntimeError:  # raised when no capture is under way
-        return False
+        marker = torch.empty(1, device=device)
+        address = marker.data_ptr()
+        for segment in torch.cuda.memory._snapshot()["segments"]:
+            if segment["address"] <= address < segment["address"] + segment["total_size"]:
+                return tuple(segment["segment_pool_id"]) != (0, 0) if "segment_pool_id" in segment else None
+    except Exception:  # a torch whose snapshot reads differently: no answer, so no search
+        return None
+    return None
 
 
 def tune_candidates(B: int, D: int, S: int, W: int) -> list[tuple[int, int, str | None]]:
@@ -222,7 +236,7 @@ def _search(key, x, weight, bias, timer) -> tuple[int, int, str | None]:
 def searchable(x) -> bool:
     """A large shape on a GPU, outside a capture, with the search not switched off."""
     return (x.device.type == "cuda" and x.numel() >= TUNE_MIN_OUTPUTS and os.environ.get(TUNE_ENV, "1") != "0"
-            and _capturing() is False)
+            and _capturing(x.device) is False)
 
 
 def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:

@@ -479,6 +479,6 @@ def test_a_kernel_that_cannot_be_captured_fails_the_case():
 
 @needs_gpu
 def test_protocol_timing_gives_ten_positive_samples():
-    x = torch.randn(1 << 22, device="cuda")
+    x = torch.ones(1 << 22, device="cuda")  # no RNG: an earlier failed capture can leave it unusable
     stats = harness.time_protocol(x.clone, rep_ms=5)
     assert stats.runs == 10 and 0 < stats.best <= stats.mean <= stats.worst

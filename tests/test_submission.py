@@ -206,3 +206,17 @@ def test_on_the_gpu_the_search_times_the_list_in_budget_and_drops_a_control_file
     out = torch.empty_like(x)
     submission._launch(x, weight, bias, out, *pick)
     torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("segment_extra,expected", [
+    ({"segment_pool_id": (1, 0)}, True),  # a graph's private pool: a capture is under way
+    ({"segment_pool_id": (0, 0)}, False),  # the default pool
+    ({}, None),  # a snapshot without pool ids cannot tell
+])
+def test_without_torchs_capture_query_the_pool_of_a_fresh_allocation_tells(monkeypatch, segment_extra, expected):
+    monkeypatch.delattr(torch.cuda.CUDAGraph, "get_currently_capturing_graph", raising=False)
+    marker = torch.empty(1)
+    monkeypatch.setattr(submission.torch, "empty", lambda *a, **k: marker)
+    segment = {"address": marker.data_ptr() - 64, "total_size": 1 << 20, **segment_extra}
+    monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda: {"segments": [segment]})
+    assert submission._capturing("cpu") is expected
