@@ -220,3 +220,18 @@ def test_without_torchs_capture_query_the_pool_of_a_fresh_allocation_tells(monke
     segment = {"address": marker.data_ptr() - 64, "total_size": 1 << 20, **segment_extra}
     monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda: {"segments": [segment]})
     assert submission._capturing("cpu") is expected
+
+
+def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch):
+    x, weight, bias = make_inputs(1, 2, 300, 4, seed=6)
+    monkeypatch.setattr(submission, "CANDIDATES", [(128, 1)])
+    heuristic = submission.heuristic_config(1, 2, 300, 4)
+    just_faster = {heuristic[0]: 10.0, 128: 10.0 * (1 - submission.TUNE_MARGIN / 2)}
+    calls = []
+
+    def timer(run):
+        calls.append(run)
+        return list(just_faster.values())[len(calls) - 1]
+
+    assert submission._search(("cpu", 1, 2, 300, 4), x, weight, bias, timer) == (*heuristic, None)
+    assert len(calls) == 2
