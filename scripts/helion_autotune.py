@@ -72,12 +72,11 @@ def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path) 
     return {"config": dict(config), "seconds": round(time.time() - start, 1)}
 
 
-def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path, write: bool, echo=print) -> dict:
+def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path, write: bool, echo=print,
+             path: Path = HELION_SUBMISSION) -> dict:
     """Every shape in turn; configs.json rewritten and (with write) the file's table updated after each,
     so a search cut short still leaves what it found."""
-    import torch
-
-    module = harness.load_submission(HELION_SUBMISSION, "submission_helion")
+    module = harness.load_submission(path, "submission_helion")
     out_dir.mkdir(parents=True, exist_ok=True)
     found = {}
     for args in shapes:
@@ -85,10 +84,9 @@ def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path, write:
         found[shape] = autotune_shape(module, args, effort, timing, out_dir)
         echo(f"{shape}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
         (out_dir / "configs.json").write_text(json.dumps(
-            {"device": torch.cuda.get_device_name(), "helion": importlib.metadata.version("helion"),
+            {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
              "effort": effort, "timing": timing,
              "configs": {",".join(map(str, k)): v for k, v in found.items()}}, indent=2))
         if write:
-            text = HELION_SUBMISSION.read_text()
-            HELION_SUBMISSION.write_text(configs.rewrite(text, {shape: found[shape]["config"]}))
+            path.write_text(configs.rewrite(path.read_text(), {shape: found[shape]["config"]}))
     return found

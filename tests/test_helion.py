@@ -118,3 +118,27 @@ def test_the_autotuner_ranks_usable_configs_by_the_given_timer_and_keeps_failure
     assert timed == [("x", "w", "b")]  # the timer ran the compiled config on the search's own inputs
     assert search.benchmark_function("broken", lambda *args: args) == float("inf")
     assert len(timed) == 1  # a config Helion rejected is never timed, never ranked
+
+
+def test_helion_tune_writes_each_pick_into_the_table_and_configs_json(tmp_path, monkeypatch):
+    """The search itself needs a GPU; its bookkeeping does not: each shape's pick lands in the file's
+    table (and nowhere else in it) and in configs.json, shape by shape."""
+    from scripts import helion_autotune
+
+    copy = tmp_path / "submission_helion.py"
+    copy.write_text(HELION_FILE.read_text())
+    monkeypatch.setattr(helion_autotune.harness, "load_submission", lambda path, name: object())
+    picks = iter([{"block_sizes": [2, 64], "num_warps": 4}, {"block_sizes": [1, 128], "num_warps": 1}])
+    monkeypatch.setattr(helion_autotune, "autotune_shape",
+                        lambda module, args, effort, timing, out: {"config": next(picks), "seconds": 1.0})
+    shapes = [dict(zip("BDSW", shape)) for shape in task_shapes("benchmarks")[:2]]
+    said = []
+    found = helion_autotune.autotune(shapes, "quick", "runner", tmp_path / "out", write=True, echo=said.append,
+                                     path=copy)
+    assert len(found) == 2 and len(said) == 2
+    table = configs.read_table(copy.read_text())[1]
+    assert table[task_shapes("benchmarks")[0]] == {"block_sizes": [2, 64], "num_warps": 4}
+    assert table[task_shapes("benchmarks")[2]] == configs.read_table(HELION_FILE.read_text())[1][task_shapes("benchmarks")[2]]
+    recorded = json.loads((tmp_path / "out" / "configs.json").read_text())
+    assert set(recorded["configs"]) == {",".join(map(str, s)) for s in task_shapes("benchmarks")[:2]}
+    assert copy.read_text().split(configs.BEGIN)[0] == HELION_FILE.read_text().split(configs.BEGIN)[0]
