@@ -93,7 +93,9 @@ def foreign_imports(text: str) -> list[str]:
 
 
 _CACHE_PATTERNS = [
-    (re.compile(r"\.data_ptr\s*\("), "keys on a tensor's data_ptr()"),
+    # a pointer used as a key: subscripted, looked up, compared, or kept under a key-like name
+    (re.compile(r"\[[^\]]*\.data_ptr\s*\(|\.get\([^)]*\.data_ptr\s*\(|\.data_ptr\s*\(\s*\)\s*(==|!=|in\b|not\b)"
+                r"|\b\w*(key|cache|seen|last|prev)\w*\s*=\s*[^=\n]*\.data_ptr\s*\("), "keys on a tensor's data_ptr()"),
     (re.compile(r"(?<![\w.])id\s*\("), "keys on id()"),
     (re.compile(r"^\s*global\s+\w+"), "rebinds a global at call time"),
     (re.compile(r"\b\w*(cache|memo)\w*\s*\[[^\]]*\]\s*="), "stores into a cache-like container"),

@@ -75,6 +75,17 @@ def test_preflight_refuses_a_file_that_fails_the_correctness_suite(tmp_path):
         leaderboard.preflight(path, None, None, lambda p: (False, "case 3 is wrong"), ROOT, need_popcorn=False)
 
 
+@pytest.mark.parametrize("line,flagged", [
+    ("key = data[0].data_ptr()", True),
+    ("out = _results[x.data_ptr()]", True),
+    ("hit = _results.get(x.data_ptr())", True),
+    ("if x.data_ptr() in _seen:", True),
+    ("address = marker.data_ptr()", False),  # a pointer read to find its allocator segment, not a key
+])
+def test_data_ptr_warns_only_where_it_is_used_as_a_key(line, flagged):
+    assert bool(leaderboard.caching_warnings(line)) is flagged
+
+
 def test_caching_patterns_are_warnings():
     text = DIRECTIVES + textwrap.dedent("""
         _seen = {}
