@@ -190,7 +190,7 @@ def plot_bars(impls: dict, cases: list[dict], out: Path, subtitle: str) -> bool:
         return False
     names = [case_name(a) for a in cases]
     order = [n for n, e in sorted(impls.items(), key=lambda kv: kv[1]["geomean_us"] or float("inf"))]
-    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(names) * len(order) / 3), 4.5))
+    fig, ax = plt.subplots(figsize=(min(16, max(8, 0.25 * len(names) * len(order))), 4.5))
     width = 0.8 / len(order)
     for i, name in enumerate(order):
         ratios = [impls[name]["per_case_vs_floor"].get(n) or 0 for n in names]
@@ -199,7 +199,7 @@ def plot_bars(impls: dict, cases: list[dict], out: Path, subtitle: str) -> bool:
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names)
     ax.set_ylabel("time / fastest copy of x")
     ax.set_yscale("log")
-    ax.set_title(f"causal_conv1d vs a copy of x\n{subtitle}", fontsize=10)
+    ax.set_title(f"causal_conv1d against the fastest copy of x\n{subtitle}", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out)

@@ -206,6 +206,14 @@ def _us(value) -> str:
     return f"{value:.2f}" if isinstance(value, NUMBER) else "-"
 
 
+def _iso_or_now(text) -> str:
+    """The server's time where it reads as an ISO date, else now: an entry must stay readable."""
+    try:
+        return datetime.datetime.fromisoformat(text).isoformat() if text else now()
+    except ValueError:
+        return now()
+
+
 def remote_entry(record: dict, source: str, **extra) -> dict:
     """A history line for what the server said about one submission."""
     runs = record.get("runs") or []
@@ -213,7 +221,7 @@ def remote_entry(record: dict, source: str, **extra) -> dict:
                    and r.get("score_us") is not None), None)
     runner = next((r.get("runner") for r in runs if r.get("runner")), None) or record.get("gpu") or "?"
     passed = record.get("status") in ("done", None) and (not runs or all(r.get("passed") for r in runs))
-    entry = {"time": record.get("time") or now(), "gpu": runner, "source": source, "mode": extra.pop("mode", None),
+    entry = {"time": _iso_or_now(record.get("time")), "gpu": runner, "source": source, "mode": extra.pop("mode", None),
              "submission_id": record.get("submission_id"), "runs": runs, "geomean_us": public,
              "outcome": "pass" if passed and record.get("status") != "pending" else record.get("status") or "fail"}
     entry.update(extra)
