@@ -238,10 +238,13 @@ def _search(key, x, weight, bias, timer) -> tuple[int, int, str | None]:
     return pick
 
 
-def searchable(x) -> bool:
-    """A large shape on a GPU, outside a capture, with the search not switched off."""
-    return (x.device.type == "cuda" and x.numel() >= TUNE_MIN_OUTPUTS and os.environ.get(TUNE_ENV, "1") != "0"
-            and _capturing(x.device) is False)
+def searchable(x) -> bool | None:
+    """A large shape on a GPU, outside a capture, with the search not switched off; None where this
+    torch cannot tell a capture (then the heuristic, for good)."""
+    if x.device.type != "cuda" or x.numel() < TUNE_MIN_OUTPUTS or os.environ.get(TUNE_ENV, "1") == "0":
+        return False
+    capturing = _capturing(x.device)
+    return None if capturing is None else not capturing
 
 
 def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
@@ -252,10 +255,12 @@ def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
         return (*CONFIGS[key], None)
     if key in _tuned:
         return _tuned[key]
-    if not searchable(x):
-        return (*heuristic_config(*key[1:]), None)
-    _tuned[key] = _search(key, x, weight, bias, _graph_timer(x.device))
-    return _tuned[key]
+    can_search = searchable(x)
+    if can_search is None:  # remembered, so later calls skip the probe
+        _tuned[key] = (*heuristic_config(*key[1:]), None)
+    elif can_search:
+        _tuned[key] = _search(key, x, weight, bias, _graph_timer(x.device))
+    return _tuned.get(key) or (*heuristic_config(*key[1:]), None)
 
 
 def _validate(data) -> None:

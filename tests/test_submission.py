@@ -174,8 +174,20 @@ def test_the_pick_is_kept_for_the_process_and_the_search_can_be_switched_off(mon
     monkeypatch.undo()
     big = torch.empty(1, 1, submission.TUNE_MIN_OUTPUTS)
     monkeypatch.setenv(submission.TUNE_ENV, "0")
-    assert not submission.searchable(big.cuda() if torch.cuda.is_available() else big)
-    assert not submission.searchable(torch.empty(1, 2, 40))  # small shapes and CPU tensors take the heuristic
+    assert submission.searchable(big.cuda() if torch.cuda.is_available() else big) is False
+    assert submission.searchable(torch.empty(1, 2, 40)) is False  # small shapes and CPU tensors: the heuristic
+
+
+def test_where_torch_cannot_tell_a_capture_the_heuristic_is_kept_without_asking_again(monkeypatch):
+    x, weight, bias = make_inputs(1, 2, 40, 4)
+    asked = []
+    monkeypatch.setattr(submission, "_tuned", {})
+    monkeypatch.setattr(submission, "searchable", lambda x: asked.append(1))  # None: cannot tell
+    monkeypatch.setattr(submission, "_search", lambda *a: pytest.fail("searched without knowing"))
+    heuristic = (*submission.heuristic_config(1, 2, 40, 4), None)
+    assert submission.choose("cpu", x, weight, bias) == heuristic
+    assert submission.choose("cpu", x, weight, bias) == heuristic
+    assert len(asked) == 1
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (graph capture); none is visible")
