@@ -67,21 +67,20 @@ JSON = click.option("--json", "json_out", type=click.Path(dir_okay=False, path_t
 TIMEOUT = click.option("--timeout", type=float, help="seconds the run may take (default: task.yml's)")
 
 
+def eval_options(command):
+    """FILE, --tests-file, --json and --timeout: what eval.py's local mode takes."""
+    return FILE(TESTS_FILE(JSON(TIMEOUT(command))))
+
+
 @cli.command()
-@FILE
-@TESTS_FILE
-@JSON
-@TIMEOUT
+@eval_options
 def test(file, tests_file, json_out, timeout):
     """Run the task's tests on FILE (eval.py test)."""
     run_eval("test", file, tests_file, json_out, timeout)
 
 
 @cli.command()
-@FILE
-@TESTS_FILE
-@JSON
-@TIMEOUT
+@eval_options
 def bench(file, tests_file, json_out, timeout):
     """Time FILE on the task's benchmarks under the leaderboard's timing (eval.py benchmark)."""
     run_eval("benchmark", file, tests_file, json_out, timeout)
