@@ -5,7 +5,7 @@ One loop, two ways to report:
                protocol, key: value lines on file descriptor N, exit code 0 or 112.
   local mode   `python eval.py MODE [TESTS_FILE] [--submission FILE] [--json FILE] [--timeout S]`:
                task.yml's cases (or the tests file's), reported for a person: pass/fail, times,
-               GB/s, geomean, distance to a copy of x. MODE may also be `both` (tests, then benchmarks).
+               GB/s, geomean, distance to torch's copy of x. MODE may also be `both` (tests, then benchmarks).
 
 As on the runner, HELION_DISALLOW_AUTOTUNING=1 is set before anything else, and all cases of one run
 execute in one spawned worker process, so the submission's module state lives across cases. Better
@@ -175,7 +175,7 @@ class Outcome:
     detail: str = ""  # more for a person than the runner's message carries (largest errors)
     ran: bool = True  # False: the case never started (deadline passed, submission did not import)
     stats: Stats | None = None  # nanoseconds per call
-    floor: Stats | None = None  # a copy of x, timed the same way (local benchmarks)
+    torch_copy: Stats | None = None  # torch's copy of x (x.clone()), timed the same way (local benchmarks)
     report: str = ""  # the profiler's table (profile mode)
     notes: list[str] = dataclasses.field(default_factory=list)
     wall_s: float | None = None
@@ -191,9 +191,10 @@ class CaseFailure(Exception):
 
 # ----------------------------------------------------------------------------- checks
 
-def _clone(data):
+def clone_inputs(data):
+    """A deep copy of the input tuple: the harness checks against one and hands others to the kernel."""
     if isinstance(data, (tuple, list)):
-        return type(data)(_clone(x) for x in data)
+        return type(data)(clone_inputs(x) for x in data)
     return data.clone() if hasattr(data, "clone") else data
 
 
@@ -271,7 +272,7 @@ def first_call(custom_kernel, data, reference, pristine, on_gpu: bool) -> None:
     """Warm-up: one call on a clone (compilation happens here), synchronized and checked."""
     import torch
 
-    warm = _clone(data)
+    warm = clone_inputs(data)
     output = _call(custom_kernel, warm)
     if on_gpu:
         torch.cuda.synchronize()
@@ -369,14 +370,14 @@ def profile_call(custom_kernel, data, on_gpu: bool) -> str:
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
     with profile(activities=activities) as prof:
-        custom_kernel(_clone(data))
+        custom_kernel(clone_inputs(data))
         if on_gpu:
             torch.cuda.synchronize()
     return prof.key_averages().table(sort_by="self_cuda_time_total" if on_gpu else "self_cpu_time_total",
                                      row_limit=20)
 
 
-def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: bool = False,
+def run_case(mode: str, args: dict, custom_kernel, reference, measure_torch_copy: bool = False,
              rep_ms: float | None = None) -> Outcome:
     """One case, in this process: check the first call, capture, recheck, then time or profile."""
     import torch
@@ -384,9 +385,9 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: boo
     on_gpu = torch.cuda.is_available()
     outcome = Outcome(ok=True)
     data = reference.generate_input(**args)
-    pristine = _clone(data)
+    pristine = clone_inputs(data)
     first_call(custom_kernel, data, reference, pristine, on_gpu)
-    captured = Captured(custom_kernel, _clone(data), on_gpu)
+    captured = Captured(custom_kernel, clone_inputs(data), on_gpu)
     if not on_gpu:
         outcome.notes.append("CPU, under the interpreter: no CUDA-graph capture; the kernel was called directly")
     check_output(reference, pristine, captured.data, captured.output)
@@ -395,8 +396,8 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_floor: boo
     if mode in TIMED_MODES or mode == "warmup":
         rep = rep_ms if rep_ms is not None else REP_MS[mode]
         outcome.stats = time_protocol(lambda: custom_kernel(captured.data), rep)
-        if measure_floor:
-            outcome.floor = time_protocol(captured.data[0].clone, rep)
+        if measure_torch_copy:
+            outcome.torch_copy = time_protocol(captured.data[0].clone, rep)
     elif mode == "profile":
         outcome.report = profile_call(custom_kernel, data, on_gpu)
     return outcome
@@ -444,10 +445,10 @@ def _worker_main(conn, submission: str, secret):
         request = conn.recv()
         if request is None:
             return
-        mode, args, measure_floor, rep_ms = request
+        mode, args, measure_torch_copy, rep_ms = request
         set_seed(secret if secret is not None else 42)
         try:
-            outcome = run_case(mode, args, module.custom_kernel, reference, measure_floor, rep_ms)
+            outcome = run_case(mode, args, module.custom_kernel, reference, measure_torch_copy, rep_ms)
         except CaseFailure as failure:
             outcome = Outcome(ok=False, error=str(failure), detail=failure.detail)
         except Exception as error:
@@ -493,14 +494,14 @@ class Worker:
             return value
         return None
 
-    def run(self, mode: str, args: dict, deadline: float, limit_s: float, measure_floor=False, rep_ms=None) -> Outcome:
+    def run(self, mode: str, args: dict, deadline: float, limit_s: float, measure_torch_copy=False, rep_ms=None) -> Outcome:
         if self.import_error:
             return Outcome(ok=False, error=self.import_error, ran=False)
         if self.process is None:
             problem = self._start(deadline)
             if problem:  # this case did try: it fails, and later ones of an unimportable file never run
                 return Outcome(ok=False, error=problem)
-        self.conn.send((mode, args, measure_floor, rep_ms))
+        self.conn.send((mode, args, measure_torch_copy, rep_ms))
         if not self.conn.poll(max(0.0, deadline - time.monotonic())):
             self.close()
             return Outcome(ok=False, error=f"time limit exceeded: the {mode} run may take {limit_s} s")
@@ -531,7 +532,7 @@ class Worker:
             self.process = self.conn = None
 
 
-# ----------------------------------------------------------------------------- reporting
+# ----------------------------------------------------------------------------- the loop: runs are records
 
 def case_bytes(args: dict) -> int:
     """The fewest bytes a case moves: x read once, out written once, weight and bias read once."""
@@ -544,12 +545,104 @@ def geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def case_record(case: Case, outcome: Outcome) -> dict:
+    """What one case did, as data: reporters print it, tools read it (times in nanoseconds)."""
+    record = {"spec": case.spec, "args": dict(case.args), "ok": outcome.ok, "ran": outcome.ran,
+              "error": outcome.error, "detail": outcome.detail, "notes": list(outcome.notes), "wall_s": outcome.wall_s}
+    if outcome.stats is not None:
+        record["stats_ns"] = dataclasses.asdict(outcome.stats)
+        record["gbps"] = case_bytes(case.args) / outcome.stats.mean if outcome.stats.mean > 0 else None
+    if outcome.torch_copy is not None:
+        record["torch_copy_ns"] = dataclasses.asdict(outcome.torch_copy)
+    if outcome.report:
+        record["report"] = outcome.report
+    return record
+
+
+def run_record(mode: str, cases: list[dict], passed: bool) -> dict:
+    """One run of one mode: its case records, whether all passed and, for a passed timed run, the geomean."""
+    run = {"mode": mode, "passed": passed, "cases": cases}
+    timed = [c for c in cases if "stats_ns" in c]
+    if passed and timed and len(timed) == len(cases) and all(c["stats_ns"]["mean"] > 0 for c in timed):
+        run["geomean_us"] = geomean(c["stats_ns"]["mean"] / 1e3 for c in timed)
+        if all("torch_copy_ns" in c and c["torch_copy_ns"]["mean"] > 0 for c in timed):
+            run["torch_copy_geomean_us"] = geomean(c["torch_copy_ns"]["mean"] / 1e3 for c in timed)
+    return run
+
+
+def cooldown_s() -> float:
+    """The runner sleeps 10 s after each timed case; EVAL_COOLDOWN_S shortens it for quick local runs."""
+    return float(os.environ.get("EVAL_COOLDOWN_S", "10"))
+
+
+class SilentReporter:
+    """For tools that want the records only."""
+
+    def begin(self, mode, cases):
+        pass
+
+    def case(self, mode, index, record):
+        pass
+
+    def end(self, run):
+        pass
+
+
+def run_suite(mode, cases, submission, reporter=None, secret=None, measure_torch_copy=False, limit_s=None) -> dict:
+    """Every case of one mode in one worker, each handed to the reporter as it ends; the run's record."""
+    reporter = reporter or SilentReporter()
+    limit_s = limit_s if limit_s is not None else time_limits()[mode]
+    deadline = time.monotonic() + limit_s
+    worker = Worker(submission, secret)
+    reporter.begin(mode, cases)
+    records, passed = [], True
+    try:
+        if mode in TIMED_MODES and cases:
+            # The runner warms the GPU and the compilers with a short run of the first case.
+            worker.run("warmup", cases[0].args, deadline, limit_s)
+        for index, case in enumerate(cases):
+            if time.monotonic() >= deadline:
+                outcome = Outcome(ok=False, ran=False, error=f"not run: the {mode} run's {limit_s} s had passed")
+            else:
+                start = time.monotonic()
+                outcome = worker.run(mode, case.args, deadline, limit_s, measure_torch_copy=measure_torch_copy)
+                outcome.wall_s = time.monotonic() - start
+            records.append(case_record(case, outcome))
+            reporter.case(mode, index, records[-1])
+            passed &= outcome.ok
+            if not outcome.ok and mode == "leaderboard":
+                break
+            if mode in TIMED_MODES and index + 1 < len(cases):
+                time.sleep(cooldown_s())
+    finally:
+        worker.close()
+    run = run_record(mode, records, passed)
+    reporter.end(run)
+    return run
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+
+
+# ============================================================================= THE RUNNER'S SIDE
+# What the KernelBot runner runs: `POPCORN_FD=N python eval.py MODE TESTS_FILE`, key: value lines on
+# descriptor N, exit 0 or 112.
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
 class PopcornReporter:
-    """The runner's key: value lines on POPCORN_FD."""
+    """The runner's key: value lines on POPCORN_FD, printed from the case records."""
 
     def __init__(self, out):
         self.out = out
@@ -560,185 +653,23 @@ class PopcornReporter:
     def begin(self, mode, cases):
         self.log("test-count" if mode == "test" else "benchmark-count", len(cases))
 
-    def case(self, mode, index, case, outcome):
+    def case(self, mode, index, record):
         prefix = f"{'test' if mode == 'test' else 'benchmark'}.{index}"
-        self.log(f"{prefix}.spec", case.spec)
-        if not outcome.ok:
+        self.log(f"{prefix}.spec", record["spec"])
+        if not record["ok"]:
             self.log(f"{prefix}.status", "fail")
-            self.log(f"{prefix}.error", _one_line(outcome.error))
+            self.log(f"{prefix}.error", _one_line(record["error"]))
         elif mode == "test":
             self.log(f"{prefix}.status", "pass")
         elif mode == "profile":
-            self.log(f"{prefix}.report", base64.b64encode(outcome.report.encode(), altchars=PROFILE_ALTCHARS).decode())
+            report = record.get("report", "").encode()
+            self.log(f"{prefix}.report", base64.b64encode(report, altchars=PROFILE_ALTCHARS).decode())
         else:
             for field in dataclasses.fields(Stats):
-                self.log(f"{prefix}.{field.name}", getattr(outcome.stats, field.name))
+                self.log(f"{prefix}.{field.name}", record["stats_ns"][field.name])
 
-    def end(self, mode, passed):
-        self.log("check", "pass" if passed else "fail")
-
-
-class HumanReporter:
-    """A report a person reads at a glance, and the same facts as JSON for tools."""
-
-    def __init__(self, out=sys.stdout):
-        self.out = out
-        self.runs = []
-        self.said = set()
-
-    def say(self, text=""):
-        print(text, file=self.out, flush=True)
-
-    def _once(self, text, prefix):
-        if text not in self.said:  # a note or an import failure shared by every case is said once
-            self.said.add(text)
-            self.say(prefix + text)
-
-    def begin(self, mode, cases):
-        self.runs.append({"mode": mode, "cases": []})
-        self.say(f"== {mode}: {len(cases)} case{'s' if len(cases) != 1 else ''}")
-
-    def case(self, mode, index, case, outcome):
-        entry = {"spec": case.spec, "ok": outcome.ok, "ran": outcome.ran, "error": outcome.error,
-                 "detail": outcome.detail, "notes": outcome.notes, "wall_s": outcome.wall_s}
-        if outcome.stats is not None:
-            entry["stats_ns"] = dataclasses.asdict(outcome.stats)
-            entry["gbps"] = case_bytes(case.args) / outcome.stats.mean
-        if outcome.floor is not None:
-            entry["copy_ns"] = dataclasses.asdict(outcome.floor)
-        self.runs[-1]["cases"].append(entry)
-        wall = f"  ({outcome.wall_s:.1f} s)" if outcome.wall_s is not None else ""
-        if not outcome.ran:
-            self.say(f"  [not run] {case.spec}")
-            self._once(outcome.error, "         ")
-            return
-        if not outcome.ok or outcome.stats is None:
-            self.say(f"  [{'pass' if outcome.ok else 'FAIL'}] {case.spec}{wall}")
-            if outcome.error:
-                self._once(outcome.error, "         ")
-            if outcome.detail:
-                self.say(f"         {outcome.detail}")
-            for note in outcome.notes:
-                self._once(note, "         note: ")
-            if outcome.report:
-                self.say(outcome.report)
-            return
-        s = outcome.stats
-        line = (f"  [pass] {case.spec:<40} {s.mean / 1e3:8.2f} +- {s.err / 1e3:5.2f} us"
-                f"  best {s.best / 1e3:7.2f}  worst {s.worst / 1e3:7.2f}  {entry['gbps']:7.0f} GB/s")
-        if outcome.floor is not None:
-            line += f"  {s.mean / outcome.floor.mean:5.2f}x copy ({outcome.floor.mean / 1e3:.2f} us)"
-        self.say(line + wall)
-
-    def end(self, mode, passed):
-        run = self.runs[-1]
-        run["passed"] = passed
-        timed = [c for c in run["cases"] if "stats_ns" in c]
-        if timed and len(timed) == len(run["cases"]) and passed:
-            run["geomean_us"] = geomean(c["stats_ns"]["mean"] / 1e3 for c in timed)
-            summary = f"  geomean {run['geomean_us']:.2f} us"
-            if all("copy_ns" in c for c in timed):
-                run["copy_geomean_us"] = geomean(c["copy_ns"]["mean"] / 1e3 for c in timed)
-                summary += (f"   copy of x {run['copy_geomean_us']:.2f} us"
-                            f"   ratio {run['geomean_us'] / run['copy_geomean_us']:.3f}x the copy floor")
-            self.say(summary)
-        self.say(f"== {mode}: {'pass' if passed else 'FAIL'}")
-
-
-# ----------------------------------------------------------------------------- the loop
-
-def cooldown_s() -> float:
-    """The runner sleeps 10 s after each timed case; EVAL_COOLDOWN_S shortens it for quick local runs."""
-    return float(os.environ.get("EVAL_COOLDOWN_S", "10"))
-
-
-def run_suite(mode, cases, submission, reporter, secret=None, measure_floor=False, limit_s=None) -> bool:
-    """Every case of one mode in one worker, each reported; True when all passed."""
-    limit_s = limit_s if limit_s is not None else time_limits()[mode]
-    deadline = time.monotonic() + limit_s
-    worker = Worker(submission, secret)
-    reporter.begin(mode, cases)
-    passed = True
-    try:
-        if mode in TIMED_MODES and cases:
-            # The runner warms the GPU and the compilers with a short run of the first case.
-            worker.run("warmup", cases[0].args, deadline, limit_s)
-        for index, case in enumerate(cases):
-            if time.monotonic() >= deadline:
-                outcome = Outcome(ok=False, ran=False, error=f"not run: the {mode} run's {limit_s} s had passed")
-            else:
-                start = time.monotonic()
-                outcome = worker.run(mode, case.args, deadline, limit_s, measure_floor=measure_floor)
-                outcome.wall_s = time.monotonic() - start
-            reporter.case(mode, index, case, outcome)
-            passed &= outcome.ok
-            if not outcome.ok and mode == "leaderboard":
-                break
-            if mode in TIMED_MODES and index + 1 < len(cases):
-                time.sleep(cooldown_s())
-    finally:
-        worker.close()
-    reporter.end(mode, passed)
-    return passed
-
-
-def gpu_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def versions() -> dict:
-    found = {}
-    for name in ("torch", "triton", "helion"):
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
-def device_name() -> str:
-    import torch
-
-    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-
-
-def describe_machine() -> str:
-    """The report's first line: where the kernels run, and with what."""
-    v = ", ".join(f"{name} {version or '-'}" for name, version in versions().items())
-    if gpu_available():
-        return f"GPU: {device_name()} ({v})"
-    return (f"CPU: no CUDA device visible, so kernels run under the Triton interpreter (Helion's for a Helion"
-            f" file) on CPU tensors; the inputs come from a CPU generator, so their values differ from the"
-            f" runner's for the same seeds ({v})")
-
-
-def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit_s: float | None = None,
-              floor: bool = True, reporter=None) -> dict:
-    """Local mode's work: the report as a dict (passed, device, versions, runs). Raises TaskError."""
-    reporter = reporter or HumanReporter()
-    if not submission.is_file():
-        raise TaskError(f"no submission file at {submission}")
-    modes = ["test", "benchmark"] if mode == "both" else [mode]
-    on_gpu = gpu_available()
-    if not on_gpu and mode != "both" and mode != "test":
-        raise TaskError(GPU_NEEDED.format(mode=mode))
-    explicit = read_tests_file(tests_file) if tests_file else None
-    reporter.say(describe_machine())
-    reporter.say(f"submission: {submission}")
-    report = {"submission": str(submission), "device": device_name(), "versions": versions(), "runs": []}
-    passed = True
-    for run_mode in modes:
-        if run_mode != "test" and not on_gpu:
-            reporter.say("benchmarks need a CUDA GPU and none is visible here, so only the tests ran.")
-            break
-        cases = explicit or cases_from_task("tests" if run_mode == "test" else "benchmarks")
-        passed &= run_suite(run_mode, cases, submission, reporter, measure_floor=floor and run_mode in TIMED_MODES,
-                            limit_s=limit_s)
-    report["passed"] = passed
-    report["runs"] = getattr(reporter, "runs", [])
-    return report
+    def end(self, run):
+        self.log("check", "pass" if run["passed"] else "fail")
 
 
 def runner_main(opts, fd_text: str) -> int:
@@ -768,11 +699,128 @@ def runner_main(opts, fd_text: str) -> int:
         reporter = PopcornReporter(out)
         if opts.mode != "test" and not gpu_available():
             print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
-            reporter.end(opts.mode, False)
+            reporter.end(run_record(opts.mode, [], False))
             return FAILED
-        passed = run_suite(opts.mode, cases, opts.submission.resolve(), reporter, secret)
-    return 0 if passed else FAILED
+        run = run_suite(opts.mode, cases, opts.submission.resolve(), reporter, secret)
+    return 0 if run["passed"] else FAILED
 
+
+# ============================================================================= THE REPORT FOR A PERSON
+# `python eval.py MODE [TESTS_FILE]`: the same loop and records, printed for a person, and the same
+# records as JSON for tools.
+
+class HumanReporter:
+    """A report a person reads at a glance, printed from the case and run records."""
+
+    def __init__(self, out=sys.stdout):
+        self.out = out
+        self.said = set()
+
+    def say(self, text=""):
+        print(text, file=self.out, flush=True)
+
+    def _once(self, text, prefix):
+        if text not in self.said:  # a note or an import failure shared by every case is said once
+            self.said.add(text)
+            self.say(prefix + text)
+
+    def begin(self, mode, cases):
+        self.say(f"== {mode}: {len(cases)} case{'s' if len(cases) != 1 else ''}")
+
+    def case(self, mode, index, record):
+        spec = record["spec"]
+        wall = f"  ({record['wall_s']:.1f} s)" if record["wall_s"] is not None else ""
+        if not record["ran"]:
+            self.say(f"  [not run] {spec}")
+            self._once(record["error"], "         ")
+            return
+        stats = record.get("stats_ns")
+        if not record["ok"] or stats is None:
+            self.say(f"  [{'pass' if record['ok'] else 'FAIL'}] {spec}{wall}")
+            if record["error"]:
+                self._once(record["error"], "         ")
+            if record["detail"]:
+                self.say(f"         {record['detail']}")
+            for note in record["notes"]:
+                self._once(note, "         note: ")
+            if record.get("report"):
+                self.say(record["report"])
+            return
+        gbps = f"{record['gbps']:7.0f} GB/s" if record.get("gbps") else "      - GB/s"
+        line = (f"  [pass] {spec:<40} {stats['mean'] / 1e3:8.2f} +- {stats['err'] / 1e3:5.2f} us"
+                f"  best {stats['best'] / 1e3:7.2f}  worst {stats['worst'] / 1e3:7.2f}  {gbps}")
+        copy = record.get("torch_copy_ns")
+        if copy is not None and copy["mean"] > 0:
+            line += f"  {stats['mean'] / copy['mean']:5.2f}x torch's copy ({copy['mean'] / 1e3:.2f} us)"
+        self.say(line + wall)
+
+    def end(self, run):
+        if "geomean_us" in run:
+            summary = f"  geomean {run['geomean_us']:.2f} us"
+            if "torch_copy_geomean_us" in run:
+                summary += (f"   torch's copy of x {run['torch_copy_geomean_us']:.2f} us"
+                            f"   ratio {run['geomean_us'] / run['torch_copy_geomean_us']:.3f}x torch's copy")
+            self.say(summary)
+        self.say(f"== {run['mode']}: {'pass' if run['passed'] else 'FAIL'}")
+
+
+def versions() -> dict:
+    found = {}
+    for name in ("torch", "triton", "helion"):
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def describe_machine() -> str:
+    """The report's first line: where the kernels run, and with what."""
+    v = ", ".join(f"{name} {version or '-'}" for name, version in versions().items())
+    if gpu_available():
+        return f"GPU: {device_name()} ({v})"
+    return (f"CPU: no CUDA device visible, so kernels run under the Triton interpreter (Helion's for a Helion"
+            f" file) on CPU tensors; the inputs come from a CPU generator, so their values differ from the"
+            f" runner's for the same seeds ({v})")
+
+
+def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit_s: float | None = None,
+              torch_copy: bool = True, reporter=None) -> dict:
+    """Local mode's work: the report as a dict (passed, device, versions, runs). Raises TaskError."""
+    reporter = reporter or HumanReporter()
+    if not submission.is_file():
+        raise TaskError(f"no submission file at {submission}")
+    modes = ["test", "benchmark"] if mode == "both" else [mode]
+    on_gpu = gpu_available()
+    if not on_gpu and mode != "both" and mode != "test":
+        raise TaskError(GPU_NEEDED.format(mode=mode))
+    explicit = read_tests_file(tests_file) if tests_file else None
+    reporter.say(describe_machine())
+    reporter.say(f"submission: {submission}")
+    runs = []
+    for run_mode in modes:
+        if run_mode != "test" and not on_gpu:
+            reporter.say("benchmarks need a CUDA GPU and none is visible here, so only the tests ran.")
+            break
+        cases = explicit or cases_from_task("tests" if run_mode == "test" else "benchmarks")
+        runs.append(run_suite(run_mode, cases, submission, reporter, limit_s=limit_s,
+                              measure_torch_copy=torch_copy and run_mode in TIMED_MODES))
+    return {"submission": str(submission), "device": device_name(), "versions": versions(),
+            "passed": all(run["passed"] for run in runs), "runs": runs}
+
+
+def local_main(opts) -> int:
+    try:
+        report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_torch_copy)
+    except TaskError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if opts.json_out:
+        opts.json_out.write_text(json.dumps(report, indent=2))
+    return 0 if report["passed"] else 1
+
+
+# ============================================================================= THE COMMAND LINE
 
 def parser() -> argparse.ArgumentParser:
     """One command line for both modes (runner mode: POPCORN_FD set, a tests file required)."""
@@ -784,19 +832,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--submission", type=Path, default=HERE / "submission.py", help="file to evaluate")
     parser.add_argument("--json", dest="json_out", type=Path, help="also write the report to this JSON file")
     parser.add_argument("--timeout", type=float, help="seconds a mode's run may take (default: task.yml's)")
-    parser.add_argument("--no-floor", action="store_true", help="skip timing a copy of x beside each benchmark")
+    parser.add_argument("--no-torch-copy", action="store_true",
+                        help="skip timing torch's copy of x (x.clone()) beside each benchmark")
     return parser
-
-
-def local_main(opts) -> int:
-    try:
-        report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_floor)
-    except TaskError as error:
-        print(error, file=sys.stderr)
-        return 1
-    if opts.json_out:
-        opts.json_out.write_text(json.dumps(report, indent=2))
-    return 0 if report["passed"] else 1
 
 
 def main(argv=None) -> int:

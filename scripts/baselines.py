@@ -1,4 +1,6 @@
-"""The implementations we measure against, each a function data -> output like custom_kernel."""
+"""The implementations we measure against, each a function data -> output like custom_kernel.
+
+scripts/registry.py names them and gives each its kind."""
 from pathlib import Path
 
 import torch
@@ -30,15 +32,12 @@ def triton_copy(block: int, num_warps: int):
     return copy
 
 
+def copy_name(block: int, num_warps: int) -> str:
+    return f"triton_copy_{block}_{num_warps}"
+
+
 def torch_copy(data):
     return data[0].clone()
-
-
-def copies() -> dict:
-    """name -> copy of x: torch's clone and the Triton copies of COPY_TILES."""
-    found = {"copy": torch_copy}
-    found.update({f"triton_copy_{block}_{warps}": triton_copy(block, warps) for block, warps in COPY_TILES})
-    return found
 
 
 def shifted_sum(data):

@@ -7,7 +7,6 @@ directly. Flags mean the same everywhere: FILE is the submission-style file (def
 --json FILE writes one report, --out DIR a folder of results, --dry-run changes nothing.
 """
 import datetime
-import io
 import json
 import os
 import subprocess
@@ -20,7 +19,7 @@ if __package__ in (None, ""):  # run as `python scripts/cli.py`: the workspace r
 import click
 
 import eval as harness
-from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, history, leaderboard, remote
+from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, history, leaderboard, registry, remote
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
@@ -29,10 +28,9 @@ FILE = click.argument("file", required=False, default=SUBMISSION,
 
 def correctness_suite(path: Path) -> tuple[bool, str]:
     """The task's tests on this machine (the GPU if there is one, else the interpreter): (ok, failures)."""
-    reporter = harness.HumanReporter(out=io.StringIO())
-    passed = harness.run_suite("test", harness.cases_from_task("tests"), Path(path), reporter)
-    failures = [f"{c['spec']}: {c['error']}" for c in reporter.runs[-1]["cases"] if not c["ok"]]
-    return passed, "; ".join(failures)
+    run = harness.run_suite("test", harness.cases_from_task("tests"), Path(path))
+    failures = [f"{c['spec']}: {c['error']}" for c in run["cases"] if not c["ok"]]
+    return run["passed"], "; ".join(failures)
 
 
 def require_gpu(what: str) -> None:
@@ -103,20 +101,20 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     from scripts import compare as cmp
 
     cases = cmp.resolve_cases(list(shapes))
-    impls = cmp.build_impls(file, list(variants), reference_too=not no_reference)
+    try:
+        listed = registry.for_compare(file, list(variants), reference_too=not no_reference)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    impls = cmp.build_impls(listed)
     with click.progressbar(length=rounds * len(cases) * len(impls), label="timing", show_eta=True) as bar:
         raw = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
-    summary = cmp.summarize(raw, cases)
+    summary = cmp.summarize(raw, cases, {impl.name: impl.kind for impl in listed})
     device = harness.device_name()
     path = cmp.write_results(summary, cases, device, history.git_commit(), datetime.date.today().isoformat(),
                              out_dir or default_out("compare"))
-    files = {"submission": file, **{path.stem: path for path in variants}}
-    for name, entry in summary.items():
-        if name in files:
-            history.append_entry(history.make_entry(
-                source="compare", mode=name, gpu=device, file=files[name], per_case_us=entry["per_case_us"],
-                geomean_us=entry["geomean_us"], outcome="fail" if entry.get("errors") else "pass",
-                vs_copy=entry["vs_copy"], vs_floor=entry["vs_floor"]))
+    for impl in listed:
+        if impl.kind in registry.OURS:
+            history.append_entry(history.compare_entry(impl.name, impl.kind, impl.file, summary[impl.name], device))
     click.echo(cmp.format_table(summary, cases))
     click.echo(f"wrote {path}")
 
@@ -132,10 +130,10 @@ def tune(shapes, rounds, rep_ms, dry_run):
     from scripts import baselines, compare as cmp, configs, tune as tuner
 
     module = baselines.load_kernel_file(SUBMISSION, "submission")
-    gpu = module._gpu_key(0)
+    gpu = module.gpu_key(0)
     cases = cmp.resolve_cases(list(shapes))
-    with click.progressbar(length=rounds * len(cases) * len(tuner.SEARCH_SPACE), label=f"tuning on {gpu}") as bar:
-        results = tuner.sweep(module, gpu, cases, tuner.SEARCH_SPACE, rep_ms, rounds, progress=bar.update)
+    with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label=f"tuning on {gpu}") as bar:
+        results = tuner.sweep(module, gpu, cases, module.CONFIG_SPACE, rep_ms, rounds, progress=bar.update)
     best = tuner.best_configs(results)
     for shape, timings in results.items():
         ranked = sorted(timings.items(), key=lambda kv: kv[1])
@@ -149,6 +147,41 @@ def tune(shapes, rounds, rep_ms, dry_run):
     if not ok:
         raise click.ClickException(f"the tuned file failed the correctness suite, so the old one was restored: {message}")
     click.echo("submission.py updated; the correctness suite passes")
+
+
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
+@click.option("--rounds", default=ROUNDS, show_default=True, help="interleaved rounds; the median is kept")
+@click.option("--rep-ms", default=50.0, show_default=True)
+@click.option("--top", default=5, show_default=True, help="configs shown per kernel and case")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="folder for tiles.json [default: results/runs/tiles/GPU]")
+def tiles(files, shapes, rounds, rep_ms, top, out_dir):
+    """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
+    require_gpu("tiles")
+    from scripts import baselines, compare as cmp, tiles as tiler
+
+    modules = {}
+    for path in files or (SUBMISSION,):
+        impl = registry.kernel_file(path, "variant")
+        module = baselines.load_kernel_file(path, f"tiles_{impl.name}")
+        if not hasattr(module, "CONFIG_SPACE") or not hasattr(module, "launch"):
+            raise click.ClickException(f"{path} defines no CONFIG_SPACE and launch(x, weight, bias, out, *config)")
+        modules[impl.name] = module
+    cases = cmp.resolve_cases(list(shapes))
+    count = rounds * len(cases) * (len({tuple(c[:2]) for m in modules.values() for c in m.CONFIG_SPACE})
+                                   + sum(len(m.CONFIG_SPACE) for m in modules.values()))
+    with click.progressbar(length=count, label="timing tiles") as bar:
+        results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update)
+    summary = tiler.summarize(results)
+    out_dir = out_dir or default_out("tiles")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "tiles.json").write_text(json.dumps({"device": harness.device_name(), "commit": history.git_commit(),
+                                                    "date": datetime.date.today().isoformat(), "cases": summary},
+                                                   indent=2, default=list))
+    click.echo(tiler.format_table(summary, top))
+    click.echo(f"wrote {out_dir / 'tiles.json'}")
 
 
 @cli.command(name="helion-tune")
@@ -225,43 +258,27 @@ def submit(file, mode, gpu, board, yes, dry_run):
         click.echo(f"warning: {warning}")
     for warning in checked["caching"]:
         click.echo(f"warning: looks like caching across calls, {warning}")
-    popcorn = leaderboard.find_popcorn() or "popcorn-cli"
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = ROOT / "results" / "remote" / f"{stamp}.txt"
-    command = leaderboard.popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, output)
     if dry_run:
-        click.echo(" ".join(command))
+        popcorn = leaderboard.find_popcorn() or "popcorn-cli"
+        output = history.REMOTE / "OUTPUT.txt"
+        click.echo(" ".join(leaderboard.popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file,
+                                                        output)))
         return
     if mode == "leaderboard" and not yes:
         click.confirm(f"Submit {file.name} for a ranked run on {checked['gpu']}?", abort=True)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    interrupted = False
-    try:
-        code, text = leaderboard.run_echoing(command, echo=click.echo)
-    except leaderboard.Interrupted as stop:
-        code, text, interrupted = harness.INTERRUPTED, stop.output, True
-    saved = output.read_text() if output.exists() else ""
-    if not saved:
-        output.write_text(text)
-    record = remote.parse_submit_output(text + "\n" + saved)
-    status = "interrupted" if interrupted else ("failed" if code != 0 and record["status"] == "done"
-                                                else record["status"])
-    entry = history.remote_entry(dict(record, status=status, gpu=checked["gpu"]), "popcorn", mode=mode)
-    entry.update(file=history.workspace_path(file), file_hash=history.file_hash(file), commit=history.git_commit(),
-                 leaderboard=checked["leaderboard"], message=record["message"], output=str(output),
-                 scores=record["scores"], format=record["format"],
-                 benchmark_means_us=record["benchmark_means_us"], time=history.now())
-    history.append_entry(entry)
-    click.echo(f"recorded: submission {record['submission_id'] or '(no id)'}, {status}"
+    submitted = leaderboard.submit(file, mode, checked, history.REMOTE, echo=click.echo)
+    history.append_entry(history.submission_entry(submitted))
+    parsed, status, output = submitted["parsed"], submitted["status"], submitted["output"]
+    click.echo(f"recorded: submission {parsed['submission_id'] or '(no id)'}, {status}"
                + "".join(f", {'secret' if s['secret'] else 'public'} {s['score_us']:.2f} us on {s['runner']}"
-                         for s in record["scores"]))
-    if interrupted:
+                         for s in parsed["scores"]))
+    if status == "interrupted":
         click.echo("interrupted", err=True)
         sys.exit(harness.INTERRUPTED)
     if status == "no score found":
         click.echo(f"no score found in popcorn's output; it is saved in {output}")
-    if code != 0:
-        raise click.ClickException(f"popcorn exited with {code}: {record['message'] or 'see'} {output}")
+    if submitted["code"] != 0:
+        raise click.ClickException(f"popcorn exited with {submitted['code']}: {parsed['message'] or 'see'} {output}")
 
 
 @cli.group(name="remote")
@@ -288,12 +305,7 @@ def _ask_popcorn(args: list[str]) -> str:
 def remote_list():
     """Our submissions to causal_conv1d (popcorn-cli submissions list), merged into the history."""
     rows = remote.parse_list(_ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD]))
-    entries = [history.remote_entry(dict(row, status="done" if row["status"] == "done" else "pending",
-                                         runs=[{"mode": "leaderboard", "secret": False, "passed": True,
-                                                "runner": row["gpu"], "score_us": row["score_us"]}]
-                                         if row["score_us"] else []), "remote", mode="list",
-                                    file=row["file_name"], score_text=row["score_text"]) for row in rows]
-    added = history.merge_remote(entries)
+    added = history.merge_remote([history.listed_entry(row) for row in rows])
     click.echo(f"{'id':>8}  {'file':<20}{'time':<21}{'gpu':<13}{'status':<9}{'score':>10}")
     for row in rows:
         click.echo(f"{row['submission_id']:>8}  {row['file_name'][:19]:<20}{row['time']:<21}{str(row['gpu']):<13}"
@@ -310,9 +322,7 @@ def remote_show(submission_id):
         record = remote.parse_show(text)
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-    status = "done" if record.get("status") == "done" else "pending"
-    added = history.merge_remote([history.remote_entry(dict(record, status=status), "remote", mode="show",
-                                                       file=record.get("file_name"))])
+    added = history.merge_remote([history.shown_entry(record)])
     click.echo(f"submission {record['submission_id']}: {record.get('file_name', '?')}, {record.get('status', '?')}")
     for run in record["runs"]:
         score = f"{run['score_us']:.2f} us" if run["score_us"] else run["score_text"]

@@ -3,7 +3,7 @@
 All implementations run in one process, in interleaved rounds (every implementation on every case,
 then again), so drift in clocks or temperature lands on all of them alike. A case's time for an
 implementation is the median over rounds of the protocol's mean. Every time is given against two
-copies of x: torch's clone ('vs copy') and the floor, the fastest copy of that case in the same run
+copies of x: torch's copy, its clone ('vs copy'), and the floor, the fastest copy of that case in the same run
 ('vs floor'), since a causal conv1d moves exactly a copy's bytes.
 """
 import json
@@ -11,14 +11,13 @@ import statistics
 from pathlib import Path
 
 import eval as harness  # the leaderboard's timing
-from scripts import baselines
+from scripts import registry
 
 SHAPE_SETS = {
     "large": ["4x2560x4096x4", "8x4096x8192x4"],
     "small": ["1x768x512x4"],
 }
-TORCH_COPY = "copy"
-FLOOR = "floor"  # the row of per-case minima over the copies
+FLOOR = "floor"  # the row of per-case minima over the copies: the fastest copy of x of each case in this run
 
 
 def parse_shape(text: str, seed: int = 1234) -> dict:
@@ -43,22 +42,9 @@ def resolve_cases(shapes: list[str]) -> list[dict]:
     return cases
 
 
-def build_impls(submission: Path, variants: list[Path], reference_too: bool = True) -> dict:
-    """name -> function(data) -> output: the copies and peers first, the submission and variants last."""
-    import reference
-
-    impls = {}
-    if reference_too:
-        impls["reference"] = reference.ref_kernel
-    impls.update(baselines.copies())
-    impls["torch_compile"] = baselines.torch_compile
-    dao = baselines.dao_causal_conv1d()
-    if dao is not None:
-        impls["dao_causal_conv1d"] = dao
-    impls["submission"] = baselines.load_kernel_file(submission, "submission").custom_kernel
-    for path in variants:
-        impls[path.stem] = baselines.load_kernel_file(path, f"variant_{path.stem}").custom_kernel
-    return impls
+def build_impls(impls: list) -> dict:
+    """registry Impls -> {name: (kind, function(data) -> output)}, in the same order."""
+    return {impl.name: (impl.kind, impl.make()) for impl in impls}
 
 
 def check_impl(fn, args: dict) -> str:
@@ -66,7 +52,7 @@ def check_impl(fn, args: dict) -> str:
     import reference
 
     data = reference.generate_input(**args)
-    pristine = harness._clone(data)
+    pristine = harness.clone_inputs(data)
     try:
         out = fn(data)
         harness.check_output(reference, pristine, data, out)
@@ -83,9 +69,9 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
 
     results = {name: {} for name in impls}
     inputs = {case_name(a): reference.generate_input(**a) for a in cases}
-    for name, fn in impls.items():
+    for name, (kind, fn) in impls.items():
         for args in cases:
-            if is_copy(name):
+            if kind == "copy":  # a copy is not expected to match
                 continue
             problem = check_impl(fn, args)
             if problem:
@@ -93,7 +79,7 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
     for _ in range(rounds):
         for args in cases:
             key = case_name(args)
-            for name, fn in impls.items():
+            for name, (_, fn) in impls.items():
                 entry = results[name].setdefault(key, {"rounds_us": []})
                 if "error" not in entry:
                     data = inputs[key]
@@ -107,22 +93,20 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
     return results
 
 
-def is_copy(name: str) -> bool:
-    return name == TORCH_COPY or name.startswith("triton_copy")
-
-
 def _ratios(per_case_us: dict, against: dict) -> dict:
     return {k: (v / against[k] if v and against.get(k) else None) for k, v in per_case_us.items()}
 
 
-def summarize(results: dict, cases: list[dict]) -> dict:
-    """The compare.json 'impls' block: per-case microseconds, geomean, ratios to torch's copy and the floor."""
+def summarize(results: dict, cases: list[dict], kinds: dict) -> dict:
+    """The compare.json 'impls' block: kind, per-case microseconds, geomean, ratios to torch's copy and the floor.
+    `kinds` maps each implementation's name to its registry kind."""
     leaderboard = [case_name(c.args) for c in harness.cases_from_task("benchmarks")]
     per_case = {name: {k: v.get("us") for k, v in entries.items()} for name, entries in results.items()}
-    copies = [times for name, times in per_case.items() if is_copy(name)]
+    copies = [times for name, times in per_case.items() if kinds[name] == "copy"]
     per_case[FLOOR] = {case_name(a): min((t[case_name(a)] for t in copies if t.get(case_name(a))), default=None)
                        for a in cases}
-    torch_copy = per_case.get(TORCH_COPY, {})
+    kinds = dict(kinds, **{FLOOR: "copy"})
+    torch_copy = per_case.get(registry.TORCH_COPY, {})
 
     def geo(times):
         values = [times.get(k) for k in leaderboard]
@@ -131,7 +115,7 @@ def summarize(results: dict, cases: list[dict]) -> dict:
     impls = {}
     for name, times in per_case.items():
         g = geo(times)
-        impls[name] = {"per_case_us": times, "geomean_us": g,
+        impls[name] = {"kind": kinds[name], "per_case_us": times, "geomean_us": g,
                        "vs_copy": g / geo(torch_copy) if g and geo(torch_copy) else None,
                        "vs_floor": g / geo(per_case[FLOOR]) if g and geo(per_case[FLOOR]) else None,
                        "per_case_vs_copy": _ratios(times, torch_copy),

@@ -8,6 +8,7 @@
 #   runner       runner mode (POPCORN_FD, secret seed) on RUNNER_SUBMISSION: test, benchmark, leaderboard, profile
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
+#   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through
 #   tune         cli.py tune --dry-run
 #   helion-tune  cli.py helion-tune (HELION_ARGS passed through)
 #   helion-eval  eval.py both on the Helion submission
@@ -46,6 +47,7 @@ print('capture probe: outside', submission._capturing(d), 'inside', inside, 'gra
             done;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
+    tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;
     tune) run python3 scripts/cli.py tune --dry-run;;
     helion-tune) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;

@@ -15,6 +15,7 @@ from scripts import ROOT
 
 # WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
 HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
+REMOTE = HISTORY.parent / "remote"  # popcorn's saved output, one file a submit, beside the history it belongs to
 NUMBER = (int, float)
 # field -> the types a readable entry may hold there (None: the field may be absent or null)
 FIELDS = {"time": (str,), "gpu": (str,), "geomean_us": NUMBER + (type(None),), "outcome": (str,),
@@ -48,27 +49,38 @@ def workspace_path(path) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
-def make_entry(*, source: str, mode: str, gpu: str, file, per_case_us: dict, geomean_us, outcome: str,
-               **extra) -> dict:
+def make_entry(*, source: str, mode: str, kind: str, gpu: str, file, per_case_us: dict, geomean_us,
+               outcome: str, **extra) -> dict:
+    """A local measurement of one of our files: kind is the registry's (submission or variant)."""
     entry = {"time": now(), "commit": git_commit(), "file": workspace_path(file),
-             "file_hash": file_hash(file) if Path(file).is_file() else None, "gpu": gpu,
+             "file_hash": file_hash(file) if Path(file).is_file() else None, "gpu": gpu, "kind": kind,
              "source": source, "mode": mode, "per_case_us": per_case_us, "geomean_us": geomean_us,
              "outcome": outcome}
     entry.update(extra)
     return entry
 
 
-def entry_from_eval(run: dict, submission, device: str) -> dict:
+def eval_entry(run: dict, submission, device: str) -> dict:
+    """A timed eval.py run (a run record of eval.run_suite)."""
     per_case = {c["spec"]: c["stats_ns"]["mean"] / 1e3 for c in run["cases"] if "stats_ns" in c}
-    return make_entry(source="eval", mode=run["mode"], gpu=device, file=submission, per_case_us=per_case,
-                      geomean_us=run.get("geomean_us"), outcome="pass" if run["passed"] else "fail")
+    return make_entry(source="eval", mode=run["mode"], kind="submission", gpu=device, file=submission,
+                      per_case_us=per_case, geomean_us=run.get("geomean_us"),
+                      outcome="pass" if run["passed"] else "fail")
 
 
 def record_report(report: dict) -> None:
     """Each timed run of an eval.py report (eval.run_local's dict) as one history line."""
     for run in report["runs"]:
         if run["mode"] != "test":
-            append_entry(entry_from_eval(run, report["submission"], report["device"]))
+            append_entry(eval_entry(run, report["submission"], report["device"]))
+
+
+def compare_entry(name: str, kind: str, file, summary: dict, device: str) -> dict:
+    """One of our files' row of a compare run (compare.summarize's entry for it)."""
+    return make_entry(source="compare", mode=name, kind=kind, gpu=device, file=file,
+                      per_case_us=summary["per_case_us"], geomean_us=summary["geomean_us"],
+                      outcome="fail" if summary.get("errors") else "pass",
+                      vs_copy=summary["vs_copy"], vs_floor=summary["vs_floor"])
 
 
 def append_entry(entry: dict, path: Path | None = None) -> None:
@@ -128,14 +140,18 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
 
 
 REMOTE_SOURCES = ("popcorn", "remote")
-BASELINES = {"reference", "copy", "torch_compile", "dao_causal_conv1d", "floor"}
 
 
-def is_baseline(entry: dict) -> bool:
-    """A peer or a copy of x timed for comparison, not a file of ours."""
-    mode = str(entry.get("mode", ""))
-    return (mode in BASELINES or mode.startswith("triton_copy") or mode.startswith("triton_")
-            or str(entry.get("file", "")).startswith("scripts/"))
+def kind_of(entry: dict) -> str:
+    """The registry kind the entry was recorded with. Lines written before entries carried one: what
+    eval.py and the server measured was always a submission; older compare lines are left unclassed."""
+    if "kind" in entry:
+        return str(entry["kind"])
+    return "submission" if entry.get("source") in ("eval",) + REMOTE_SOURCES else "unknown"
+
+
+def is_submission(entry: dict) -> bool:
+    return kind_of(entry) == "submission"
 
 
 def best_per_gpu(entries: list[dict]) -> dict:
@@ -143,7 +159,7 @@ def best_per_gpu(entries: list[dict]) -> dict:
     best = {}
     for i, e in enumerate(entries):
         g = e.get("geomean_us")
-        if g is None or e.get("outcome") != "pass" or is_baseline(e):
+        if g is None or e.get("outcome") != "pass" or not is_submission(e):
             continue
         if e.get("gpu") not in best or g < entries[best[e.get("gpu")]]["geomean_us"]:
             best[e.get("gpu")] = i
@@ -180,7 +196,7 @@ def by_file(entries: list[dict]) -> str:
     """Per submitted file (by content hash): its best local geomean per GPU beside its remote scores."""
     files = {}
     for e in entries:
-        if is_baseline(e) or e.get("outcome") != "pass":
+        if not is_submission(e) or e.get("outcome") != "pass":
             continue
         key = e.get("file_hash") or e.get("file") or "?"
         row = files.setdefault(key, {"file": Path(str(e.get("file") or "?")).name, "local": {}, "public": None,
@@ -214,18 +230,43 @@ def _iso_or_now(text) -> str:
         return now()
 
 
-def remote_entry(record: dict, source: str, **extra) -> dict:
-    """A history line for what the server said about one submission."""
+def remote_entry(record: dict, source: str, mode: str | None = None, **extra) -> dict:
+    """A history line for what the server said about one submission (always a submission's)."""
     runs = record.get("runs") or []
     public = next((r["score_us"] for r in runs if r.get("mode") == "leaderboard" and not r.get("secret")
                    and r.get("score_us") is not None), None)
     runner = next((r.get("runner") for r in runs if r.get("runner")), None) or record.get("gpu") or "?"
     passed = record.get("status") in ("done", None) and (not runs or all(r.get("passed") for r in runs))
-    entry = {"time": _iso_or_now(record.get("time")), "gpu": runner, "source": source, "mode": extra.pop("mode", None),
-             "submission_id": record.get("submission_id"), "runs": runs, "geomean_us": public,
+    entry = {"time": _iso_or_now(record.get("time")), "gpu": runner, "kind": "submission", "source": source,
+             "mode": mode, "submission_id": record.get("submission_id"), "runs": runs, "geomean_us": public,
              "outcome": "pass" if passed and record.get("status") != "pending" else record.get("status") or "fail"}
     entry.update(extra)
     return entry
+
+
+def submission_entry(submitted: dict) -> dict:
+    """A submit through popcorn (leaderboard.submit's record): when, what, and what the server said."""
+    record = submitted["parsed"]
+    return remote_entry(dict(record, status=submitted["status"], gpu=submitted["gpu"], time=now()), "popcorn",
+                         submitted["mode"], file=workspace_path(submitted["file"]),
+                         file_hash=file_hash(submitted["file"]), commit=git_commit(),
+                         leaderboard=submitted["leaderboard"], message=record["message"],
+                         output=str(submitted["output"]), scores=record["scores"], format=record["format"],
+                         benchmark_means_us=record["benchmark_means_us"])
+
+
+def listed_entry(row: dict) -> dict:
+    """One row of `popcorn-cli submissions list` (remote.parse_list)."""
+    runs = ([{"mode": "leaderboard", "secret": False, "passed": True, "runner": row["gpu"],
+              "score_us": row["score_us"]}] if row["score_us"] else [])
+    return remote_entry(dict(row, status="done" if row["status"] == "done" else "pending", runs=runs), "remote",
+                         "list", file=row["file_name"], score_text=row["score_text"])
+
+
+def shown_entry(record: dict) -> dict:
+    """One `popcorn-cli submissions show ID` page (remote.parse_show)."""
+    status = "done" if record.get("status") == "done" else "pending"
+    return remote_entry(dict(record, status=status), "remote", "show", file=record.get("file_name"))
 
 
 def merge_remote(entries_new: list[dict], path: Path | None = None) -> int:
@@ -253,7 +294,7 @@ def plot(entries: list[dict], out: Path) -> None:
         raise ImportError("history --plot needs matplotlib: pip install matplotlib") from None
     series = {}
     for e in entries:
-        if is_baseline(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
+        if not is_submission(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
             continue
         label = f"{e.get('gpu')} ({'remote' if e.get('source') in REMOTE_SOURCES else 'local'})"
         series.setdefault(label, []).append((datetime.datetime.fromisoformat(e["time"]), e["geomean_us"]))

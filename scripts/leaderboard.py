@@ -6,6 +6,7 @@ them, the size limit, the forbidden substring, the imports; then the runner's `p
 step in a scratch folder; then the local correctness suite.
 """
 import ast
+import datetime
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import eval as harness
+from scripts import remote
 
 LEADERBOARD = "causal_conv1d"
 LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}
@@ -215,3 +217,30 @@ def run_echoing(command: list[str], echo=print) -> tuple[int, str]:
         process.kill()
         process.wait()
         raise Interrupted("".join(lines)) from None
+
+
+def submit(file: Path, mode: str, checked: dict, output_dir: Path, echo=print) -> dict:
+    """Hand the file to popcorn-cli, echoing what it prints, and read its answer: the submit's record.
+
+    The record: file, mode, leaderboard, gpu, output (popcorn's saved text), exit code, status
+    (popcorn's job status, "failed" for a non-zero exit, "interrupted" for Ctrl-C) and parsed
+    (remote.parse_submit_output of everything popcorn printed).
+    """
+    popcorn = find_popcorn() or "popcorn-cli"
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output_dir / f"{stamp}.txt"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    command = popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, output)
+    interrupted = False
+    try:
+        code, text = run_echoing(command, echo=echo)
+    except Interrupted as stop:
+        code, text, interrupted = harness.INTERRUPTED, stop.output, True
+    saved = output.read_text() if output.exists() else ""
+    if not saved:
+        output.write_text(text)
+    parsed = remote.parse_submit_output(text + "\n" + saved)
+    status = "interrupted" if interrupted else ("failed" if code != 0 and parsed["status"] == "done"
+                                                else parsed["status"])
+    return {"file": file, "mode": mode, "leaderboard": checked["leaderboard"], "gpu": checked["gpu"],
+            "output": output, "code": code, "status": status, "parsed": parsed}

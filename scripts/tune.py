@@ -7,12 +7,6 @@ the heuristic's pick (scripts/configs.py rewrites it between its markers and not
 import eval as harness
 from scripts import configs
 
-# Every thread owns 2 to 16 groups of 4 (8 to 64 outputs): fewer starves the loads in flight,
-# more spills nothing but leaves too few programs for 132 SMs on the small cases.
-SEARCH_SPACE = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
-                if 8 <= block // (32 * warps) <= 64]
-
-
 def sweep(module, gpu: str, cases: list[dict], space, rep_ms: float, rounds: int = 1, progress=None) -> dict:
     """{(B, D, S, W): {(BLOCK, num_warps): microseconds}}: each config timed `rounds` times, best kept."""
     import reference

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 import eval as harness
 from conftest import DIRECTIVES, GOOD_BODY, ROOT
 from scripts import compare as cmp
-from scripts import configs, history, leaderboard, tune
+from scripts import configs, history, leaderboard, registry, tune
 
 
 
@@ -242,17 +242,18 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "time_protocol", fake_timer)
     wrong = tmp_path / "wrong_variant.py"
     wrong.write_text("import torch\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n")
-    impls = cmp.build_impls(ROOT / "submission.py", [wrong])
+    impls = cmp.build_impls(registry.for_compare(ROOT / "submission.py", [wrong]))
     impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
     assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8"} <= set(impls)
     cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
     ticks = []
     raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
     assert len(ticks) == 2 * len(cases) * len(impls)
-    summary = cmp.summarize(raw, cases)
+    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()})
+    assert summary["wrong_variant"]["kind"] == "variant" and summary["triton_copy_1024_1"]["kind"] == "copy"
     assert len(raw["submission"]["1x3x40"]["rounds_us"]) == 2
     assert "1x3x40" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40"]
-    copies = [name for name in summary if cmp.is_copy(name)]
+    copies = [name for name, entry in summary.items() if entry["kind"] == "copy" and name != cmp.FLOOR]
     assert summary["floor"]["per_case_us"]["1x3x40"] == min(summary[c]["per_case_us"]["1x3x40"] for c in copies)
     ratio = summary["submission"]["per_case_vs_floor"]["1x3x40"]
     assert ratio == summary["submission"]["per_case_us"]["1x3x40"] / summary["floor"]["per_case_us"]["1x3x40"]

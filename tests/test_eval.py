@@ -224,9 +224,9 @@ TINY = "B: 1; D: 2; S: 8; W: 4; seed: 1\nB: 1; D: 3; S: 8; W: 4; seed: 2\nB: 1; 
 
 def suite(tmp_path, body, text=TINY, mode="test", limit_s=None):
     reporter = harness.HumanReporter(io.StringIO())
-    passed = harness.run_suite(mode, harness.parse_tests(text), write_submission(tmp_path, body), reporter,
-                               limit_s=limit_s)
-    return passed, reporter.runs[-1]["cases"], reporter.out.getvalue()
+    run = harness.run_suite(mode, harness.parse_tests(text), write_submission(tmp_path, body), reporter,
+                            limit_s=limit_s)
+    return run["passed"], run["cases"], reporter.out.getvalue()
 
 
 def test_all_cases_share_one_worker_and_its_module_state(tmp_path, monkeypatch):
@@ -436,8 +436,9 @@ def test_popcorn_lines_for_timings_and_a_profile():
     reporter = harness.PopcornReporter(lines)
     case = harness.parse_tests("B: 1; D: 4; S: 32; W: 4; seed: 1")[0]
     reporter.begin("benchmark", [case])
-    reporter.case("benchmark", 0, case, harness.Outcome(ok=True, stats=harness.calculate_stats([1000.0, 3000.0])))
-    reporter.end("benchmark", True)
+    record = harness.case_record(case, harness.Outcome(ok=True, stats=harness.calculate_stats([1000.0, 3000.0])))
+    reporter.case("benchmark", 0, record)
+    reporter.end(harness.run_record("benchmark", [record], True))
     assert lines.getvalue().splitlines() == [
         "benchmark-count: 1", "benchmark.0.spec: B: 1; D: 4; S: 32; W: 4; seed: 1", "benchmark.0.runs: 2",
         "benchmark.0.mean: 2000.0", f"benchmark.0.std: {2 ** 0.5 * 1000.0}", "benchmark.0.err: 1000.0",
@@ -446,7 +447,7 @@ def test_popcorn_lines_for_timings_and_a_profile():
     outcome = harness.run_case("profile", SMALL, good_kernel, reference)  # the profiler's table, any device
     assert outcome.ok and "Self CPU" in outcome.report
     lines = io.StringIO()
-    harness.PopcornReporter(lines).case("profile", 0, case, outcome)
+    harness.PopcornReporter(lines).case("profile", 0, harness.case_record(case, outcome))
     encoded = lines.getvalue().splitlines()[1].split(": ", 1)[1]
     assert base64.b64decode(encoded, altchars=b"+*").decode() == outcome.report
 
@@ -454,7 +455,7 @@ def test_popcorn_lines_for_timings_and_a_profile():
 def test_profile_reports_use_the_runners_base64_alphabet():
     lines = io.StringIO()
     case = harness.parse_tests("B: 1; D: 4; S: 32; W: 4; seed: 1")[0]
-    harness.PopcornReporter(lines).case("profile", 0, case, harness.Outcome(ok=True, report="???>"))
+    harness.PopcornReporter(lines).case("profile", 0, harness.case_record(case, harness.Outcome(ok=True, report="???>")))
     assert lines.getvalue().splitlines()[1] == "benchmark.0.report: Pz8*Pg=="  # standard base64: Pz8/Pg==
 
 

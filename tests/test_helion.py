@@ -72,14 +72,6 @@ def test_helion_kernel_is_right_on_varied_shapes_and_refuses_bad_input():
     assert result["bad"][2] == "W: weight width W must be >= 1, got 0"
 
 
-def test_eval_passes_the_helion_submission_on_the_task_tests():
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "POPCORN_FD")}
-    proc = subprocess.run([sys.executable, "eval.py", "test", "--submission", str(HELION_FILE)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert proc.stdout.count("[pass]") == 5
-
-
 def test_every_task_shape_has_a_hard_coded_config_and_nothing_autotunes():
     text = HELION_FILE.read_text()
     name, table = configs.read_table(text)

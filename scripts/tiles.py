@@ -1,0 +1,103 @@
+"""The kernel beside a copy of x at the same tile, at every tile it is built for.
+
+A causal conv1d moves a copy's bytes, so at a given tile (BLOCK outputs, num_warps) a plain Triton
+copy with the same tile is what the kernel could cost at best. Timing both at every tile shows two
+things apart: what the kernel pays over a copy (its own overhead), and what the tile costs (the
+copy at that tile against the fastest copy, the floor).
+
+A kernel file takes part by defining CONFIG_SPACE (configs whose first two entries are BLOCK and
+num_warps) and launch(x, weight, bias, out, *config).
+"""
+import statistics
+
+import eval as harness
+from scripts import baselines, compare
+
+
+def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
+    """{case: {"copies": {(block, warps): us}, name: {config: us}}}: medians over interleaved rounds.
+    A config that fails the check on a case is left out of it, with its error under "errors"."""
+    import reference
+    import torch
+
+    tiles = sorted({tuple(config[:2]) for module in modules.values() for config in module.CONFIG_SPACE})
+    copy_fns = {tile: baselines.triton_copy(*tile) for tile in tiles}
+    results = {}
+    for args in cases:
+        data = reference.generate_input(**args)
+        out = torch.empty_like(data[0])
+        pristine = harness.clone_inputs(data)
+        timings = {"copies": {tile: [] for tile in tiles}, "errors": {}}
+        runs = {("copies", tile): (lambda fn=fn: fn(data)) for tile, fn in copy_fns.items()}
+        for name, module in modules.items():
+            timings[name] = {}
+            for config in module.CONFIG_SPACE:
+                launch = (lambda m=module, c=config: m.launch(*data, out, *c))
+                problem = _check(launch, out, reference, pristine, data)
+                if problem:
+                    timings["errors"][f"{name} {config}"] = problem
+                    continue
+                timings[name][tuple(config)] = []
+                runs[(name, tuple(config))] = launch
+        for _ in range(rounds):
+            for (group, key), run in runs.items():
+                timings[group][key].append(harness.time_protocol(run, rep_ms).mean / 1e3)
+                if progress:
+                    progress(1)
+        results[compare.case_name(args)] = {
+            group: ({key: statistics.median(values) for key, values in entries.items()} if group != "errors" else entries)
+            for group, entries in timings.items()}
+    return results
+
+
+def _check(launch, out, reference, pristine, data) -> str:
+    """'' when the config computes the task on this case, else why not."""
+    import torch
+
+    out.fill_(float("nan"))  # poisoned: an element the config does not write fails the check
+    try:
+        launch()
+        torch.cuda.synchronize()
+        harness.check_output(reference, pristine, data, out.clone())
+    except harness.CaseFailure as failure:
+        return str(failure)
+    except Exception as error:  # a config that does not build or launch
+        return f"{type(error).__name__}: {error}"
+    return ""
+
+
+def summarize(results: dict) -> dict:
+    """Per case and kernel: its best config, that config's ratio to the same-tile copy and to the floor,
+    and the kernel's ratio to the same-tile copy at every config."""
+    summary = {}
+    for case, groups in results.items():
+        copies = groups["copies"]
+        floor = min(copies.values())
+        per_case = {"floor_us": floor, "floor_tile": min(copies, key=copies.get), "kernels": {}}
+        for name, timings in groups.items():
+            if name in ("copies", "errors") or not timings:
+                continue
+            best = min(timings, key=timings.get)
+            per_case["kernels"][name] = {
+                "best": list(best), "best_us": timings[best], "best_vs_floor": timings[best] / floor,
+                "best_vs_same_tile_copy": timings[best] / copies[best[:2]],
+                "configs": {str(list(c)): {"us": us, "vs_same_tile_copy": us / copies[c[:2]], "vs_floor": us / floor}
+                            for c, us in sorted(timings.items(), key=lambda kv: kv[1])}}
+        per_case["copies"] = {f"{b}/{w}": us for (b, w), us in sorted(copies.items(), key=lambda kv: kv[1])}
+        per_case["errors"] = groups["errors"]
+        summary[case] = per_case
+    return summary
+
+
+def format_table(summary: dict, top: int = 5) -> str:
+    """Per case: the floor, then each kernel's fastest configs with the same-tile copy beside them."""
+    lines = []
+    for case, entry in summary.items():
+        lines.append(f"{case}: floor {entry['floor_us']:.2f} us (copy {entry['floor_tile'][0]}/{entry['floor_tile'][1]})")
+        for name, kernel in entry["kernels"].items():
+            for config, row in list(kernel["configs"].items())[:top]:
+                lines.append(f"  {name:<16}{config:<18}{row['us']:8.2f} us  {row['vs_same_tile_copy']:6.3f}x same-tile copy"
+                             f"  {row['vs_floor']:6.3f}x floor")
+        for label, problem in entry["errors"].items():
+            lines.append(f"  failed check (not timed): {label}: {problem[:120]}")
+    return "\n".join(lines)

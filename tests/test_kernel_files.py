@@ -1,0 +1,44 @@
+"""Every kernel file we keep, submissions and variants alike, passes the task's tests through eval.py.
+
+The list comes from scripts/registry.py, which finds the variants in variants/ by themselves, so a new
+variant is checked the day it is added. Each file runs in its own eval.py process: a Helion file needs
+Helion's interpreter on the CPU, which refuses to run beside the Triton interpreter this process holds.
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from scripts import registry
+
+HAS_HELION = importlib.util.find_spec("helion") is not None
+KERNEL_FILES = registry.submission_files() + registry.variant_files()
+
+
+def uses_helion(path) -> bool:
+    return "HELION_INTERPRET" in __import__("eval").interpreter_env(path.read_text()) or "_helion_tile" in path.read_text()
+
+
+def test_the_registry_finds_every_variant_and_skips_helpers():
+    names = {path.name for path in registry.variant_files()}
+    on_disk = {path.name for path in (ROOT / "variants").glob("*.py") if not path.name.startswith("_")}
+    assert names == on_disk and "no_search.py" in names and "_helion_tile.py" not in names
+
+
+def test_no_variant_imports_the_tools():
+    for path in registry.variant_files() + [ROOT / "variants" / "_helion_tile.py"]:
+        assert "from scripts" not in path.read_text() and "import scripts" not in path.read_text(), path.name
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
+def test_every_kernel_file_passes_the_task_tests(path):
+    if uses_helion(path) and not HAS_HELION:
+        pytest.skip("helion is not installed (pip install -r requirements-helion.txt)")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "POPCORN_FD")}
+    proc = subprocess.run([sys.executable, "eval.py", "test", "--submission", str(path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("[pass]") == 5
