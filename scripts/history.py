@@ -20,7 +20,7 @@ NUMBER = (int, float)
 # field -> the types a readable entry may hold there (None: the field may be absent or null)
 FIELDS = {"time": (str,), "gpu": (str,), "geomean_us": NUMBER + (type(None),), "outcome": (str,),
           "source": (str, type(None)), "mode": (str, type(None)), "file": (str, type(None)),
-          "commit": (str, type(None))}
+          "commit": (str, type(None)), "kind": (str,)}
 REQUIRED = ("time", "gpu", "outcome")
 
 
@@ -143,11 +143,9 @@ REMOTE_SOURCES = ("popcorn", "remote")
 
 
 def kind_of(entry: dict) -> str:
-    """The registry kind the entry was recorded with. Lines written before entries carried one: what
-    eval.py and the server measured was always a submission; older compare lines are left unclassed."""
-    if "kind" in entry:
-        return str(entry["kind"])
-    return "submission" if entry.get("source") in ("eval",) + REMOTE_SOURCES else "unknown"
+    """The registry kind the entry was recorded with. Lines written before entries carried one are
+    taken as a submission's: eval.py, the server and compare only ever recorded our own files."""
+    return str(entry.get("kind", "submission"))
 
 
 def is_submission(entry: dict) -> bool:

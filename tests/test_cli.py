@@ -149,7 +149,7 @@ def test_history_appends_start_on_a_new_line(tmp_path):
 
 def test_history_lines_are_whole_json_objects(tmp_path):
     path = tmp_path / "h.jsonl"
-    entry = history.make_entry(source="eval", mode="benchmark", gpu="cpu", file=ROOT / "submission.py",
+    entry = history.make_entry(source="eval", mode="benchmark", kind="submission", gpu="cpu", file=ROOT / "submission.py",
                                per_case_us={"a": 1.0}, geomean_us=1.0, outcome="pass")
     history.append_entry(entry, path)
     line = path.read_text()

@@ -330,12 +330,15 @@ def test_standings_refused_or_unreachable_in_one_sentence(fake_server, tmp_path)
 def test_the_best_mark_goes_to_submissions_never_to_a_baseline(tmp_path):
     path = tmp_path / "h.jsonl"
     base = {"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "outcome": "pass", "source": "compare"}
-    history.append_entry(dict(base, mode="triton_copy_4096_4", geomean_us=12.7, file="scripts/baselines.py"), path)
+    history.append_entry(dict(base, mode="triton_copy_4096_4", kind="copy", geomean_us=12.7, file="scripts/baselines.py"),
+                         path)
+    history.append_entry(dict(base, mode="triton_fast", kind="variant", geomean_us=12.5, file="variants/triton_fast.py"),
+                         path)
     history.append_entry(dict(base, mode="submission", geomean_us=13.0, file="submission.py", file_hash="aaa"), path)
     history.append_entry(history.remote_entry(remote.parse_submit_output(sample("popcorn_1_3_success.txt")),
                                               "popcorn", mode="leaderboard", file="submission.py", file_hash="aaa"),
                          path)
     entries = history.read_entries(path)
-    assert history.best_per_gpu(entries) == {"NVIDIA H200": 1, "B200_Nebius": 2}
+    assert history.best_per_gpu(entries) == {"NVIDIA H200": 2, "B200_Nebius": 3}  # a variant named triton_* is no baseline, nor a submission
     table = history.by_file(entries).splitlines()
     assert len(table) == 2 and "13.00 (NVIDIA H200)" in table[1] and "10.02" in table[1] and "10.10" in table[1]

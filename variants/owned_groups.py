@@ -94,9 +94,9 @@ def groups_per_thread(block: int, num_warps: int) -> int:
     return max(1, block // (4 * 32 * num_warps))
 
 
-# Every (BLOCK, num_warps, G) the kernel is built for: G in 2, 4, 8 and no more rows than threads x 4.
+# Every (BLOCK, num_warps, G) the kernel is built for: G in 2, 4, 8, one or two rows of groups a thread.
 CONFIG_SPACE = [(block, warps, g) for block in (1024, 2048, 4096, 8192) for warps in (1, 2, 4, 8) for g in (2, 4, 8)
-                if 1 <= block // (4 * g * 32 * warps) <= 4]
+                if 1 <= block // (4 * g * 32 * warps) <= 2]
 
 
 def launch(x, weight, bias, out, block: int, num_warps: int, G: int) -> None:
