@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import eval as harness
 from conftest import ROOT
 from scripts import registry
 
@@ -19,13 +20,21 @@ KERNEL_FILES = registry.submission_files() + registry.variant_files()
 
 
 def uses_helion(path) -> bool:
-    return "HELION_INTERPRET" in __import__("eval").interpreter_env(path.read_text()) or "_helion_tile" in path.read_text()
+    return "HELION_INTERPRET" in harness.interpreter_env(path.read_text())
 
 
 def test_the_registry_finds_every_variant_and_skips_helpers():
     names = {path.name for path in registry.variant_files()}
     on_disk = {path.name for path in (ROOT / "variants").glob("*.py") if not path.name.startswith("_")}
     assert names == on_disk and "no_search.py" in names and "_helion_tile.py" not in names
+
+
+def test_every_helion_variant_runs_under_helions_interpreter():
+    """A variant built on the Helion submission must say so by importing helion, or eval.py would run
+    it under Triton's interpreter on the CPU, where Helion refuses to run."""
+    for path in registry.variant_files():
+        if "_helion_tile" in path.read_text():
+            assert uses_helion(path), path.name
 
 
 def test_no_variant_imports_the_tools():
