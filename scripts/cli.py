@@ -43,7 +43,18 @@ def default_out(kind: str) -> Path:
     return ROOT / "results" / "runs" / kind / harness.device_name().lower().replace(" ", "-")
 
 
+def check_writable(json_out) -> None:
+    """Refuse, before a run starts, a --json path whose folder does not exist or that names a folder."""
+    if json_out is None:
+        return
+    if json_out.is_dir():
+        raise click.ClickException(f"--json {json_out} is a folder; give a file name")
+    if not json_out.parent.is_dir():
+        raise click.ClickException(f"--json {json_out}: the folder {json_out.parent} does not exist")
+
+
 def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
+    check_writable(json_out)
     try:
         report = harness.run_local(mode, file.resolve(), tests_file, timeout)
     except harness.TaskError as error:
@@ -249,7 +260,7 @@ def submit(file, mode, gpu, board, yes, dry_run):
     """Preflight FILE, then submit it through popcorn-cli and record what the server says."""
     try:
         checked = leaderboard.preflight(file, board, gpu, correctness_suite, ROOT, need_popcorn=not dry_run,
-                                        echo=click.echo)
+                                        echo=click.echo, ask_server=leaderboard.ask_board)
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"preflight refused {file.name}: {error}") from None
     for note in checked["notes"]:
@@ -270,15 +281,48 @@ def submit(file, mode, gpu, board, yes, dry_run):
     history.append_entry(history.submission_entry(submitted))
     parsed, status, output = submitted["parsed"], submitted["status"], submitted["output"]
     click.echo(f"recorded: submission {parsed['submission_id'] or '(no id)'}, {status}"
-               + "".join(f", {'secret' if s['secret'] else 'public'} {s['score_us']:.2f} us on {s['runner']}"
-                         for s in parsed["scores"]))
+               + "".join(f", {run['mode']} {'secret' if run['secret'] else 'public'} "
+                         + (f"{run['score_us']:.2f} us" if run["score_us"] is not None else
+                            ("passed" if run["passed"] else "failed")) + f" on {run['runner']}"
+                         for run in remote.ranked_runs(parsed)))
     if status == "interrupted":
-        click.echo("interrupted", err=True)
+        click.echo(f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}", err=True)
         sys.exit(harness.INTERRUPTED)
+    if status == "refused":
+        raise click.ClickException(f"{parsed['message'][0].upper()}{parsed['message'][1:]} popcorn's output is"
+                                   f" saved in {output}")
     if status == "no score found":
-        click.echo(f"no score found in popcorn's output; it is saved in {output}")
-    if submitted["code"] != 0:
-        raise click.ClickException(f"popcorn exited with {submitted['code']}: {parsed['message'] or 'see'} {output}")
+        raise click.ClickException(f"no score found in popcorn's output (exit {submitted['code']}): it is saved in"
+                                   f" {output}")
+    if submitted["code"] != 0 or status in ("failed", "timed_out", "hacked", "unranked"):
+        raise click.ClickException(f"popcorn exited with {submitted['code']}, {status}: "
+                                   f"{parsed['message'] or 'see'} ({output})")
+
+
+@cli.command(name="judge")
+@FILE
+@click.option("--seed", "secret", type=click.IntRange(min=1), help="the secret chain's seed (default: random, recorded)")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the judge's record here")
+@click.option("--dry-run", is_flag=True, help="name the steps, run nothing")
+def judge_cmd(file, secret, json_out, dry_run):
+    """The runner's whole chain on this machine: compile step, test, benchmark, leaderboard, each a
+    fresh process, once with the published seeds and once with a secret seed; popcorn's report."""
+    from scripts import judge
+
+    if dry_run:
+        for step in judge.steps(file, harness.gpu_available()):
+            click.echo(step)
+        return
+    check_writable(json_out)
+    record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
+    click.echo("")
+    if record["on_gpu"]:
+        click.echo(judge.popcorn_text(record))
+    history.append_entry(history.judge_entry(record))
+    if json_out:
+        json_out.write_text(json.dumps(record, indent=2))
+    click.echo(judge.verdict_sentence(record))
+    sys.exit(0 if record["verdict"] in ("ranked", "passed the tests") else 1)
 
 
 @cli.group(name="remote")
@@ -293,19 +337,30 @@ def _popcorn_or_fail() -> str:
     return popcorn
 
 
-def _ask_popcorn(args: list[str]) -> str:
-    proc = subprocess.run([_popcorn_or_fail(), *args], capture_output=True, text=True)
+def _ask_popcorn(args: list[str]) -> tuple[str, Path]:
+    """popcorn-cli's answer, decoded leniently, and where its raw bytes were saved (before anything reads them)."""
+    proc = subprocess.run([_popcorn_or_fail(), *args], capture_output=True)
+    saved = history.save_remote_output(proc.stdout + proc.stderr, "-".join(args[:2]))
     if proc.returncode != 0:
-        reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1]
-        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {proc.returncode}): {reason}")
-    return proc.stdout
+        text = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip() or "no output"
+        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {proc.returncode}):"
+                                   f" {text.splitlines()[-1]}")
+    return proc.stdout.decode("utf-8", "replace"), saved
+
+
+def _merge(entries: list[dict], saved: Path) -> int:
+    try:
+        return history.merge_remote(entries)
+    except history.HistoryError as error:
+        raise click.ClickException(f"{error} popcorn's answer is saved in {saved}; nothing was recorded") from None
 
 
 @remote_group.command(name="list")
 def remote_list():
     """Our submissions to causal_conv1d (popcorn-cli submissions list), merged into the history."""
-    rows = remote.parse_list(_ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD]))
-    added = history.merge_remote([history.listed_entry(row) for row in rows])
+    text, saved = _ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD])
+    rows = remote.parse_list(text, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    added = _merge([history.listed_entry(row) for row in rows], saved)
     click.echo(f"{'id':>8}  {'file':<20}{'time':<21}{'gpu':<13}{'status':<9}{'score':>10}")
     for row in rows:
         click.echo(f"{row['submission_id']:>8}  {row['file_name'][:19]:<20}{row['time']:<21}{str(row['gpu']):<13}"
@@ -314,15 +369,15 @@ def remote_list():
 
 
 @remote_group.command(name="show")
-@click.argument("submission_id", type=int)
+@click.argument("submission_id", type=click.IntRange(min=0))
 def remote_show(submission_id):
     """One submission's runs (popcorn-cli submissions show ID), merged into the history."""
-    text = _ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])
+    text, saved = _ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])
     try:
         record = remote.parse_show(text)
     except ValueError as error:
-        raise click.ClickException(str(error)) from None
-    added = history.merge_remote([history.shown_entry(record)])
+        raise click.ClickException(f"{error}; popcorn's answer is saved in {saved}") from None
+    added = _merge([history.shown_entry(record)], saved)
     click.echo(f"submission {record['submission_id']}: {record.get('file_name', '?')}, {record.get('status', '?')}")
     for run in record["runs"]:
         score = f"{run['score_us']:.2f} us" if run["score_us"] else run["score_text"]
@@ -333,9 +388,9 @@ def remote_show(submission_id):
 
 @remote_group.command(name="standings")
 @click.option("--gpu", default=leaderboard.LEADERBOARD_GPUS[leaderboard.LEADERBOARD][0], show_default=True)
-@click.option("--top", default=10, show_default=True)
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1))
 def remote_standings(gpu, top):
-    """The public ranking beside our best recorded score on that GPU, and the rank it would take."""
+    """The public ranking beside our best recorded score on that GPU, and the board's deadline."""
     api_url, cli_id = remote.popcorn_settings(os.environ, Path.home())
     if not api_url:
         raise click.ClickException("POPCORN_API_URL is not set: popcorn-cli needs it too (see its setup).")
@@ -343,17 +398,39 @@ def remote_standings(gpu, top):
         standings = remote.fetch_standings(api_url, leaderboard.LEADERBOARD, gpu, cli_id, limit=max(top, 100))
     except remote.RemoteError as error:
         raise click.ClickException(str(error)) from None
-    ours = [public for public, _ in (history.remote_scores(e) for e in history.read_entries(warn=lambda msg: None)
+    ours = [public for public, _ in (history.remote_scores(e) for e in read_history()
                                      if e.get("gpu") == gpu and e.get("source") in history.REMOTE_SOURCES)
             if public is not None]
     click.echo(remote.format_standings(standings, min(ours) if ours else None, top))
+    board, said = leaderboard.ask_board(leaderboard.LEADERBOARD)
+    if board is not None and remote.deadline_passed(board):
+        click.echo(f"deadline: {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')}, passed: this ranking is final"
+                   " unless the server reopens the board")
+    elif board is not None and board["deadline"] is not None:
+        click.echo(f"deadline: {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')}, still open: the ranking can change")
+    else:
+        click.echo(f"deadline: unknown ({said})")
+
+
+def read_history() -> list[dict]:
+    try:
+        return history.read_entries(warn=lambda msg: click.echo(msg, err=True))
+    except history.HistoryError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @cli.command(name="history")
-@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path), help="draw geomean over time to this PNG")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="draw geomean over time to this picture (.png, .pdf or .svg)")
 def history_cmd(plot_file):
     """Every recorded run, newest last, the best per GPU marked."""
-    entries = history.read_entries(warn=lambda msg: click.echo(msg, err=True))
+    if plot_file is not None:
+        if plot_file.suffix.lower() not in history.PLOT_FORMATS:
+            raise click.ClickException(f"--plot {plot_file}: the picture's name must end in "
+                                       f"{', '.join(history.PLOT_FORMATS)}")
+        if not plot_file.parent.is_dir():
+            raise click.ClickException(f"--plot {plot_file}: the folder {plot_file.parent} does not exist")
+    entries = read_history()
     if not entries:
         click.echo(f"no history yet in {history.HISTORY}")
         return
@@ -365,6 +442,8 @@ def history_cmd(plot_file):
             history.plot(entries, plot_file)
         except ImportError as error:
             raise click.ClickException(str(error)) from None
+        except (OSError, ValueError) as error:
+            raise click.ClickException(f"--plot {plot_file} could not be written: {error}") from None
         click.echo(f"wrote {plot_file}")
 
 

@@ -87,9 +87,12 @@ def append_entry(entry: dict, path: Path | None = None) -> None:
     """Append one line with a single write on an O_APPEND descriptor, so lines never interleave; a
     file whose last line lacks its newline (a write cut short) gets one first."""
     path = Path(path or HISTORY)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps(entry, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -110,10 +113,13 @@ def problem(entry) -> str | None:
         value = entry.get(key)
         if key in entry and (not isinstance(value, types) or isinstance(value, bool)):
             return f"{key} is {type(value).__name__} {value!r}"
-    try:
-        datetime.datetime.fromisoformat(entry["time"])
-    except ValueError:
+    if utc_time(entry["time"]) is None:
         return f"time {entry['time']!r} is not an ISO date"
+    for key in ("score_us", "per_case_us"):
+        if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
+            return f"{key} is {type(entry[key]).__name__} {entry[key]!r}"
+    if not isinstance(entry.get("runs", []), (list, type(None))):
+        return f"runs is {type(entry['runs']).__name__}"
     return None
 
 
@@ -122,8 +128,12 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
     path = Path(path or HISTORY)
     if not path.exists():
         return []
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError as error:
+        raise HistoryError(f"the history {path} cannot be read: {error.strerror or error}") from None
     entries = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -139,7 +149,13 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
     return entries
 
 
+PLOT_FORMATS = (".png", ".pdf", ".svg")
 REMOTE_SOURCES = ("popcorn", "remote")
+LOCAL_RANKED = "judge"  # a local run of the runner's whole chain (cli.py judge)
+
+
+class HistoryError(Exception):
+    """The history file cannot be read or written; the message is one sentence."""
 
 
 def kind_of(entry: dict) -> str:
@@ -166,14 +182,15 @@ def best_per_gpu(entries: list[dict]) -> dict:
 
 def format_table(entries: list[dict]) -> str:
     best = set(best_per_gpu(entries).values())
-    header = f"{'':2}{'time':<26}{'commit':<10}{'gpu':<22}{'source':<9}{'mode':<12}{'geomean us':>11}  outcome  file"
+    header = (f"{'':2}{'time':<26}{'commit':<10}{'gpu':<22}{'source':<9}{'mode':<12}{'geomean us':>11}  "
+              f"{'outcome':<15}{'id':>8}  file")
     rows = [header]
     for i, e in enumerate(entries):
         g = e.get("geomean_us")
         rows.append(f"{'*' if i in best else ' ':2}{str(e.get('time', '?')):<26}{str(e.get('commit', '?')):<10}"
                     f"{str(e.get('gpu', '?')):<22}{str(e.get('source', '?')):<9}{str(e.get('mode', '?')):<12}"
-                    f"{(f'{g:.2f}' if isinstance(g, (int, float)) else '-'):>11}  {str(e.get('outcome', '?')):<8} "
-                    f"{Path(str(e.get('file', ''))).name}")
+                    f"{(f'{g:.2f}' if isinstance(g, (int, float)) else '-'):>11}  {str(e.get('outcome', '?')):<15}"
+                    f"{str(e.get('submission_id') or '-'):>8}  {Path(str(e.get('file', ''))).name}")
     rows.append("* best passing geomean per GPU, submissions only")
     return "\n".join(rows)
 
@@ -220,12 +237,22 @@ def _us(value) -> str:
     return f"{value:.2f}" if isinstance(value, NUMBER) else "-"
 
 
-def _iso_or_now(text) -> str:
-    """The server's time where it reads as an ISO date, else now: an entry must stay readable."""
+def utc_time(text) -> datetime.datetime | None:
+    """An ISO time as an aware datetime: one without an offset is taken as UTC (the server's and
+    popcorn's times are UTC). None where it does not read as a time."""
+    if not isinstance(text, str):
+        return None
     try:
-        return datetime.datetime.fromisoformat(text).isoformat() if text else now()
+        moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        return now()
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def _iso_or_now(text) -> str:
+    """The server's time, in UTC with its offset, where it reads as a time; else now: an entry must stay readable."""
+    moment = utc_time(text)
+    return moment.isoformat() if moment else now()
 
 
 def remote_entry(record: dict, source: str, mode: str | None = None, **extra) -> dict:
@@ -244,13 +271,30 @@ def remote_entry(record: dict, source: str, mode: str | None = None, **extra) ->
 
 def submission_entry(submitted: dict) -> dict:
     """A submit through popcorn (leaderboard.submit's record): when, what, and what the server said."""
+    from scripts import remote
+
     record = submitted["parsed"]
-    return remote_entry(dict(record, status=submitted["status"], gpu=submitted["gpu"], time=now()), "popcorn",
+    return remote_entry(dict(record, runs=remote.ranked_runs(record), status=submitted["status"],
+                             gpu=submitted["gpu"], time=now()), "popcorn",
                          submitted["mode"], file=workspace_path(submitted["file"]),
                          file_hash=file_hash(submitted["file"]), commit=git_commit(),
                          leaderboard=submitted["leaderboard"], message=record["message"],
                          output=str(submitted["output"]), scores=record["scores"], format=record["format"],
-                         benchmark_means_us=record["benchmark_means_us"])
+                         benchmark_means_us=record["benchmark_means_us"], queue=record["queue"],
+                         cases=record["cases"], job=record["job"], diagnostics=record["diagnostics"],
+                         refusal=record["refusal"], exit_code=submitted["code"], signal=submitted.get("signal"))
+
+
+def judge_entry(record: dict) -> dict:
+    """A local run of the runner's whole chain (judge.judge's record): ranked here, beside the remote results."""
+    runs = [{"mode": r["mode"], "secret": r["secret"], "runner": r["runner"], "passed": r["passed"],
+             "score_us": r["score"] * 1e6 if r["score"] is not None else None} for r in record["runs"]]
+    outcome = {"ranked": "pass", "passed the tests": "tests passed"}.get(record["verdict"], record["verdict"])
+    return make_entry(source=LOCAL_RANKED, mode="leaderboard", kind="submission", gpu=record["runner"],
+                      file=record["file"], per_case_us={}, outcome=outcome, runs=runs,
+                      geomean_us=record["public_s"] * 1e6 if record["public_s"] is not None and outcome == "pass" else None,
+                      secret_us=record["secret_s"] * 1e6 if record["secret_s"] is not None else None,
+                      secret_seed=record["secret_seed"], hidden_by=record["hidden_by"])
 
 
 def listed_entry(row: dict) -> dict:
@@ -265,6 +309,14 @@ def shown_entry(record: dict) -> dict:
     """One `popcorn-cli submissions show ID` page (remote.parse_show)."""
     status = "done" if record.get("status") == "done" else "pending"
     return remote_entry(dict(record, status=status), "remote", "show", file=record.get("file_name"))
+
+
+def save_remote_output(raw: bytes, what: str) -> Path:
+    """Keep popcorn's raw answer under results/remote/ before anything reads it; its path."""
+    REMOTE.mkdir(parents=True, exist_ok=True)
+    path = REMOTE / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{what}.txt"
+    path.write_bytes(raw)
+    return path
 
 
 def merge_remote(entries_new: list[dict], path: Path | None = None) -> int:
@@ -295,7 +347,7 @@ def plot(entries: list[dict], out: Path) -> None:
         if not is_submission(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
             continue
         label = f"{e.get('gpu')} ({'remote' if e.get('source') in REMOTE_SOURCES else 'local'})"
-        series.setdefault(label, []).append((datetime.datetime.fromisoformat(e["time"]), e["geomean_us"]))
+        series.setdefault(label, []).append((utc_time(e["time"]), e["geomean_us"]))
     fig, ax = plt.subplots(figsize=(8, 4))
     for label, points in sorted(series.items()):
         points.sort()

@@ -1,15 +1,18 @@
-"""The way to the leaderboard: directives, the preflight, and the popcorn command.
+"""The way to the leaderboard: the server's word on the board, the preflight, and the popcorn command.
 
 The preflight judges a file as the KernelBot server and runner would, cheapest checks first and
-before any test runs (../shared/POPCORN.md): popcorn-cli on PATH, the directives as popcorn parses
-them, the size limit, the forbidden substring, the imports; then the runner's `python3 submission.py`
-step in a scratch folder; then the local correctness suite.
+before any test runs (../shared/POPCORN.md): popcorn-cli on PATH, the board's deadline as the server
+states it, the server's rules on the file (name, size, UTF-8, the directives of the first comment
+block, the forbidden substring), the imports the runner has, KernelGuard (the server's hack
+detector), the runner's `python3 submission.py` step in a scratch folder, then the local tests.
 """
 import ast
 import datetime
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,43 +23,101 @@ import eval as harness
 from scripts import remote
 
 LEADERBOARD = "causal_conv1d"
-LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}
+LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}  # where the server's own list cannot be had
 RUNNER_MODULES = {"task", "torch", "triton", "numpy", "helion"}
 MODES = harness.MODES
 MAX_BYTES = 1_000_000  # the server rejects larger files
 FORBIDDEN = "stream"  # the server rejects any file containing it, in any case, comments and strings included
+DIRECTIVE_KEYS = ("gpu", "gpus", "leaderboard")  # the only keys the server accepts
 COMPILE_LIMIT_S = 120  # the runner's `python3 submission.py` step
 COMPILE_WARN_S = 10
+KERNELGUARD_LIMIT_S = 120
 INSTALL_HINT = ("popcorn-cli was not found: install it from the gpu-mode/popcorn-cli releases, put it on PATH "
                 "as popcorn-cli or popcorn (or set POPCORN_BIN), then run `popcorn-cli register` once.")
+KERNELGUARD_HINT = ("KernelGuard, the server's hack detector, is not installed, so the file was not screened the way"
+                    " the server screens it: pip install -r requirements-guard.txt")
 
 
 class PreflightError(Exception):
     """The file must not be submitted; the message says why."""
 
 
+def _directive(line: str):
+    """(key, values) of a `#!POPCORN KEY VALUE...` or `//!POPCORN ...` line at column 0, else None."""
+    match = re.match(r"(?:#|//)!POPCORN(?:\s+(.*?))?\s*$", line)
+    if match is None:
+        return None
+    words = (match[1] or "").split()
+    return (words[0].lower() if words else "", words[1:])
+
+
 def parse_directives(text: str) -> dict:
-    """Directives as popcorn reads them: lines that begin at column 0 with `#!POPCORN` or `//!POPCORN`
-    -> {key: value}. More than one GPU is an error, as in popcorn."""
-    found, gpus = {}, []
+    """Directives as popcorn reads them: every line that begins at column 0 with `#!POPCORN` or
+    `//!POPCORN`, the key in any case, the last one winning -> {key: value}. More than one GPU on a
+    line is an error, as in popcorn."""
+    found = {}
     for line in text.splitlines():
-        match = re.match(r"(?:#|//)!POPCORN\s+(\S+)((?:\s+\S+)*)\s*$", line)
-        if not match:
+        parsed = _directive(line)
+        if parsed is None or not parsed[1]:
             continue
-        key, values = match[1], match[2].split()
-        if key == "gpu":
-            gpus += values
-        elif values:
+        key, values = parsed
+        if key in ("gpu", "gpus"):
+            if len(values) > 1:
+                raise PreflightError(f"the file names {len(values)} GPUs ({', '.join(values)}); popcorn takes exactly one")
+            found["gpu"] = values[0]
+        else:
             found[key] = values[0]
-    if len(gpus) > 1:
-        raise PreflightError(f"the file names {len(gpus)} GPUs ({', '.join(gpus)}); popcorn takes exactly one")
-    if gpus:
-        found["gpu"] = gpus[0]
     return found
 
 
-def resolve_target(text: str, leaderboard: str | None, gpu: str | None) -> tuple[str, str, list[str]]:
-    """(leaderboard, gpu, notes): flags override the file's directives; a conflict is reported."""
+def first_comment_block(text: str) -> list[tuple[int, str]]:
+    """The lines the server reads directives from: from the top, each line starting with `#` or `//`,
+    up to the first that does not (a blank line ends the block)."""
+    block = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith(("#", "//")):
+            break
+        block.append((number, line))
+    return block
+
+
+def server_directives(text: str) -> dict:
+    """The directives as the server reads them: {key: (values, line)}; PreflightError naming the rule and line."""
+    found = {}
+    for number, line in first_comment_block(text):
+        parsed = _directive(line)
+        if parsed is None:
+            continue
+        key, values = parsed
+        if not key:
+            raise PreflightError(f"line {number}: '#!POPCORN' with no key; the server refuses it (missing argument)")
+        if key not in DIRECTIVE_KEYS:
+            raise PreflightError(f"line {number}: '#!POPCORN {key}' is not a directive the server knows (only "
+                                 f"{', '.join(DIRECTIVE_KEYS)}); it refuses the file (Invalid !POPCORN directive)")
+        if not values:
+            raise PreflightError(f"line {number}: '#!POPCORN {key}' has no value; the server refuses it (missing argument)")
+        if key in found:
+            raise PreflightError(f"line {number}: '#!POPCORN {key}' repeats line {found[key][1]}; the server refuses"
+                                 " a directive given twice")
+        found[key] = (values, number)
+    if "gpu" in found and "gpus" in found:
+        raise PreflightError(f"lines {found['gpu'][1]} and {found['gpus'][1]}: both 'gpu' and 'gpus'; the server"
+                             " takes one or the other")
+    return found
+
+
+def unseen_directives(text: str) -> list[str]:
+    """Directive lines popcorn reads but the server does not: below the first comment block."""
+    in_block = {number for number, _ in first_comment_block(text)}
+    return [f"line {number}: {line.strip()}" for number, line in enumerate(text.splitlines(), start=1)
+            if number not in in_block and _directive(line) is not None]
+
+
+def resolve_target(text: str, leaderboard: str | None, gpu: str | None,
+                   listed_gpus=None) -> tuple[str, str, list[str]]:
+    """(leaderboard, gpu, notes): flags override the file's directives; the server's rules on the
+    directives hold; a conflict is reported. listed_gpus: the board's GPUs as the server lists them."""
+    server = server_directives(text)
     directives = parse_directives(text)
     notes = []
     for key, flag in (("leaderboard", leaderboard), ("gpu", gpu)):
@@ -70,9 +131,13 @@ def resolve_target(text: str, leaderboard: str | None, gpu: str | None) -> tuple
         raise PreflightError("no GPU: add '#!POPCORN gpu B200_Nebius' or pass --gpu")
     if board != LEADERBOARD:
         raise PreflightError(f"leaderboard {board!r} is not {LEADERBOARD!r}, the one this workspace is for")
-    if target_gpu not in LEADERBOARD_GPUS[board]:
-        raise PreflightError(f"GPU {target_gpu!r} is not one the {board} leaderboard runs on "
-                             f"({', '.join(LEADERBOARD_GPUS[board])})")
+    if "leaderboard" in server and server["leaderboard"][0][0] != board:
+        values, number = server["leaderboard"]
+        raise PreflightError(f"line {number}: the file names leaderboard {values[0]!r} but goes to {board!r}; the"
+                             " server refuses the mismatch")
+    listed = tuple(listed_gpus) if listed_gpus else LEADERBOARD_GPUS[board]
+    if target_gpu not in listed:
+        raise PreflightError(f"GPU {target_gpu!r} is not one the {board} leaderboard runs on ({', '.join(listed)})")
     return board, target_gpu, notes
 
 
@@ -94,24 +159,15 @@ def foreign_imports(text: str) -> list[str]:
     return foreign
 
 
-_CACHE_PATTERNS = [
-    # a pointer used as a key: subscripted, looked up, compared, or kept under a key-like name
-    (re.compile(r"\[[^\]]*\.data_ptr\s*\(|\.get\([^)]*\.data_ptr\s*\(|\.data_ptr\s*\(\s*\)\s*(==|!=|in\b|not\b)"
-                r"|\b\w*(key|cache|seen|last|prev)\w*\s*=\s*[^=\n]*\.data_ptr\s*\("), "keys on a tensor's data_ptr()"),
-    (re.compile(r"(?<![\w.])id\s*\("), "keys on id()"),
-    (re.compile(r"^\s*global\s+\w+"), "rebinds a global at call time"),
-    (re.compile(r"\b\w*(cache|memo)\w*\s*\[[^\]]*\]\s*="), "stores into a cache-like container"),
-]
+# KernelGuard (0.3.1) flags pointer and id() keys and output caches itself; what it does not flag is a
+# global rebound at call time, the usual shape of a last-call cache, so that stays a warning of ours.
+_GLOBAL_REBIND = re.compile(r"^\s*global\s+\w+")
 
 
 def caching_warnings(text: str) -> list[str]:
-    """Lines that look like caching results across calls: warnings for a person to read, not verdicts."""
-    warnings = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        for pattern, why in _CACHE_PATTERNS:
-            if pattern.search(line):
-                warnings.append(f"line {number} {why}: {line.strip()}")
-    return warnings
+    """Lines that look like caching results across calls that KernelGuard does not flag: warnings, not verdicts."""
+    return [f"line {number} rebinds a global at call time: {line.strip()}"
+            for number, line in enumerate(text.splitlines(), start=1) if _GLOBAL_REBIND.search(line)]
 
 
 def forbidden_lines(text: str) -> list[str]:
@@ -120,46 +176,142 @@ def forbidden_lines(text: str) -> list[str]:
             if FORBIDDEN in line.lower()]
 
 
-def compile_step(path: Path, problem_dir: Path) -> str | None:
-    """The runner's `python3 submission.py`, beside task.py in a scratch folder: a warning, or None."""
+def server_file_rules(path: Path) -> str:
+    """The server's checks on the file itself, cheapest first: its text, or PreflightError naming the rule."""
+    if not path.is_file():
+        raise PreflightError(f"no file at {path}")
+    if path.suffix != ".py":
+        raise PreflightError(f"{path.name} does not end in .py; the server takes a Python leaderboard's file only as .py")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise PreflightError(f"{path.name} is empty; the server refuses an empty file (HTTP 400)")
+    if len(raw) > MAX_BYTES:
+        raise PreflightError(f"{path.name} is {len(raw):,} bytes; the server rejects files over {MAX_BYTES:,} bytes"
+                             " (HTTP 413)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise PreflightError(f"{path.name} is not valid UTF-8 (line {line}, byte {error.start}); the server refuses"
+                             " it (HTTP 400)") from None
+
+
+def kernelguard_command() -> list[str] | None:
+    """`kernelguard` beside this Python (a venv's bin) or on PATH, or None."""
+    beside = Path(sys.executable).parent / "kernelguard"
+    found = str(beside) if beside.is_file() else shutil.which("kernelguard")
+    return [found, "--api-mode"] if found else None
+
+
+def kernelguard(text: str) -> dict | None:
+    """KernelGuard's verdict on the code, run as the server runs it (`kernelguard --api-mode`, code on
+    stdin, JSON on stdout): {classification, should_filter, matched_patterns, ...}; None if not installed."""
+    command = kernelguard_command()
+    if command is None:
+        return None
+    try:
+        proc = subprocess.run(command, input=text.encode(), capture_output=True, timeout=KERNELGUARD_LIMIT_S)
+        verdict = json.loads(proc.stdout.decode("utf-8", "replace"))
+    except subprocess.TimeoutExpired:
+        raise PreflightError(f"KernelGuard ran past {KERNELGUARD_LIMIT_S} s on the file") from None
+    except ValueError:
+        last = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+        raise PreflightError(f"KernelGuard answered no verdict (exit {proc.returncode}: {last})") from None
+    if not isinstance(verdict, dict) or "classification" not in verdict:
+        raise PreflightError("KernelGuard answered something that is not a verdict")
+    return verdict
+
+
+def describe_patterns(verdict: dict) -> str:
+    return "; ".join(f"{p.get('pattern')} ({p.get('severity')}): {p.get('evidence')}"
+                     for p in verdict.get("matched_patterns") or [] if isinstance(p, dict)) or "no pattern named"
+
+
+RUNNER_FILES = ("task.py", "utils.py", "reference.py", "eval.py", "task.yml")  # what the runner writes beside it
+
+
+def stage_folder(path: Path, problem_dir: Path, folder: Path) -> Path:
+    """Write the runner's files and the submission, renamed submission.py, into folder: what a job sees."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in RUNNER_FILES:
+        shutil.copy(problem_dir / name, folder / name)
+    shutil.copy(path, folder / "submission.py")
+    return folder
+
+
+def run_compile_step(path: Path, problem_dir: Path, folder: Path | None = None) -> dict:
+    """The runner's `python3 submission.py` beside its files (POPCORN_SEED=1, no Helion flag, 120 s):
+    {code, took_s, timed_out, tail}. A failure is the runner's to tolerate, so it is data, not an error."""
     with tempfile.TemporaryDirectory() as scratch:
-        shutil.copy(path, Path(scratch) / "submission.py")
-        shutil.copy(problem_dir / "task.py", Path(scratch) / "task.py")
+        where = stage_folder(path, problem_dir, Path(folder or scratch))
+        env = {k: v for k, v in os.environ.items() if k not in ("HELION_DISALLOW_AUTOTUNING", "POPCORN_FD")}
+        env["POPCORN_SEED"] = "1"
         start = time.monotonic()
         try:
-            proc = subprocess.run([sys.executable, "submission.py"], cwd=scratch, capture_output=True, text=True,
+            proc = subprocess.run([sys.executable, "submission.py"], cwd=where, capture_output=True, env=env,
                                   timeout=COMPILE_LIMIT_S)
-        except subprocess.TimeoutExpired:
-            return f"`python3 submission.py` ran past the runner's {COMPILE_LIMIT_S} s limit"
+            code, output = proc.returncode, proc.stdout + proc.stderr
+            timed_out = False
+        except subprocess.TimeoutExpired as stop:
+            code, output, timed_out = None, (stop.stdout or b"") + (stop.stderr or b""), True
         took = time.monotonic() - start
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return f"`python3 submission.py` failed on its own (exit {proc.returncode}: {last}); the runner tolerates it"
-    if took > COMPILE_WARN_S:
-        return (f"`python3 submission.py` took {took:.0f} s: module-level or __main__ work (autotuning?) eats the "
-                f"runner's {COMPILE_LIMIT_S} s")
+    lines = output.decode("utf-8", "replace").strip().splitlines()
+    return {"code": code, "took_s": took, "timed_out": timed_out, "tail": lines[-1] if lines else "no output"}
+
+
+def compile_step(path: Path, problem_dir: Path) -> str | None:
+    """The compile step's warning for a person, or None."""
+    step = run_compile_step(path, problem_dir)
+    if step["timed_out"]:
+        return f"`python3 submission.py` ran past the runner's {COMPILE_LIMIT_S} s limit"
+    if step["code"] != 0:
+        return (f"`python3 submission.py` failed on its own (exit {step['code']}: {step['tail']}); the runner"
+                " tolerates it")
+    if step["took_s"] > COMPILE_WARN_S:
+        return (f"`python3 submission.py` took {step['took_s']:.0f} s: module-level or __main__ work (autotuning?)"
+                f" eats the runner's {COMPILE_LIMIT_S} s")
     return None
 
 
+def ask_board(leaderboard: str = LEADERBOARD, environ=None, home: Path | None = None) -> tuple[dict | None, str]:
+    """The server's word on the board (GET /leaderboards, as popcorn would ask): (board or None, what it answered)."""
+    environ = os.environ if environ is None else environ
+    api_url, cli_id = remote.popcorn_settings(environ, home or Path.home())
+    if not api_url:
+        return None, "POPCORN_API_URL is not set, so the server was not asked about the deadline"
+    try:
+        board = remote.fetch_board(api_url, leaderboard, cli_id)
+    except remote.RemoteError as error:
+        return None, f"{error} The deadline was not checked; popcorn will say what the server says"
+    if board["deadline"] is None:
+        return board, f"the server lists {leaderboard} with no deadline"
+    return board, f"the server says {leaderboard} closes {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')}"
+
+
 def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, problem_dir: Path,
-              need_popcorn: bool = True, echo=print) -> dict:
+              need_popcorn: bool = True, echo=print, ask_server=None) -> dict:
     """Everything that must hold before a file leaves the machine; PreflightError on the first refusal.
 
-    run_tests(path) -> (ok, message) runs the local correctness suite. Each step says one line as it starts.
+    run_tests(path) -> (ok, message) runs the local correctness suite. ask_server() -> (board, said)
+    asks the server about the board (None: not asked). Each step says one line as it starts.
     """
     if need_popcorn:
         echo("preflight: popcorn-cli on PATH")
         if find_popcorn() is None:
             raise PreflightError(INSTALL_HINT)
-    echo("preflight: the #!POPCORN directives")
-    if not path.is_file():
-        raise PreflightError(f"no file at {path}")
-    text = path.read_text()
-    board, target_gpu, notes = resolve_target(text, leaderboard, gpu)
-    echo(f"preflight: size (the server takes at most {MAX_BYTES:,} bytes)")
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise PreflightError(f"{path.name} is {size:,} bytes; the server rejects files over {MAX_BYTES:,} bytes")
+    board_info = None
+    if ask_server is not None:
+        echo("preflight: the board's deadline, asked of the server")
+        board_info, said = ask_server()
+        echo(f"  {said}")
+        if board_info is not None and remote.deadline_passed(board_info):
+            raise PreflightError(remote.closed_sentence(board_info))
+    echo(f"preflight: the server's rules on the file (.py, not empty, at most {MAX_BYTES:,} bytes, UTF-8)")
+    text = server_file_rules(path)
+    echo("preflight: the #!POPCORN directives, as popcorn and the server read them")
+    board, target_gpu, notes = resolve_target(text, leaderboard, gpu, (board_info or {}).get("gpu_types"))
+    warnings = [f"{line} is below the first comment block, where the server does not read directives"
+                for line in unseen_directives(text)]
     echo(f"preflight: no '{FORBIDDEN}' anywhere (the server rejects it in any case, comments included)")
     bad = forbidden_lines(text)
     if bad:
@@ -173,14 +325,24 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, p
         raise PreflightError(f"{path.name} imports {', '.join(foreign)}, which the runner does not have: "
                              "only the submission file travels, so it may import task, torch, triton, numpy, "
                              "helion and the standard library")
+    echo("preflight: KernelGuard, the server's hack detector (kernelguard --api-mode)")
+    verdict = kernelguard(text)
+    if verdict is None:
+        warnings.append(KERNELGUARD_HINT)
+    elif verdict.get("should_filter"):
+        raise PreflightError(f"KernelGuard classifies {path.name} {verdict.get('classification')} and the server would"
+                             f" reject it: {describe_patterns(verdict)}")
+    elif verdict.get("classification") != "valid":
+        warnings.append(f"KernelGuard classifies {path.name} {verdict.get('classification')} (not filtered):"
+                        f" {describe_patterns(verdict)}")
     echo(f"preflight: `python3 submission.py` beside task.py, as the runner's compile step ({COMPILE_LIMIT_S} s limit)")
-    warnings = [w for w in [compile_step(path, problem_dir)] if w]
+    warnings += [w for w in [compile_step(path, problem_dir)] if w]
     echo("preflight: the local correctness suite")
     ok, message = run_tests(path)
     if not ok:
         raise PreflightError(f"the local correctness suite fails: {message}")
     return {"leaderboard": board, "gpu": target_gpu, "notes": notes, "warnings": warnings,
-            "caching": caching_warnings(text)}
+            "caching": caching_warnings(text), "kernelguard": verdict, "board": board_info}
 
 
 def find_popcorn() -> str | None:
@@ -196,51 +358,77 @@ def popcorn_command(popcorn: str, leaderboard: str, gpu: str, mode: str, path: P
 
 
 class Interrupted(Exception):
-    """Ctrl-C while popcorn ran; `output` holds what it printed until then."""
+    """Ctrl-C, SIGTERM or SIGHUP while popcorn ran; `output` holds what it printed until then."""
 
-    def __init__(self, output: str):
+    def __init__(self, output: str, signal_name: str = "SIGINT"):
         super().__init__("interrupted")
         self.output = output
+        self.signal_name = signal_name
 
 
-def run_echoing(command: list[str], echo=print) -> tuple[int, str]:
-    """Run command, echoing its output line by line as it comes; (exit code, all output).
-    Ctrl-C ends the command and raises Interrupted with what it printed."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
+def _raise_interrupted(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def run_echoing(command: list[str], raw_log: Path, echo=print) -> tuple[int, str]:
+    """Run command, echoing its output line by line as it comes and appending the raw bytes to raw_log
+    as they arrive; (exit code, all output decoded leniently). Ctrl-C, SIGTERM and SIGHUP end the
+    command and raise Interrupted with what it printed: nothing it said is lost."""
+    chunks = []
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    process = None
     try:
-        for line in process.stdout:
-            echo(line.rstrip("\n"))
-            lines.append(line)
-        return process.wait(), "".join(lines)
-    except KeyboardInterrupt:
-        process.kill()
-        process.wait()
-        raise Interrupted("".join(lines)) from None
+        with open(raw_log, "ab") as log:
+            try:
+                process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                for line in process.stdout:
+                    log.write(line)
+                    log.flush()
+                    chunks.append(line)
+                    echo(line.decode("utf-8", "replace").rstrip("\n"))
+                return process.wait(), b"".join(chunks).decode("utf-8", "replace")
+            except KeyboardInterrupt as stop:
+                if process is not None:
+                    process.kill()
+                    process.wait()
+                name = str(stop) if str(stop).startswith("SIG") else "SIGINT"
+                raise Interrupted(b"".join(chunks).decode("utf-8", "replace"), name) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def submit(file: Path, mode: str, checked: dict, output_dir: Path, echo=print) -> dict:
     """Hand the file to popcorn-cli, echoing what it prints, and read its answer: the submit's record.
 
-    The record: file, mode, leaderboard, gpu, output (popcorn's saved text), exit code, status
-    (popcorn's job status, "failed" for a non-zero exit, "interrupted" for Ctrl-C) and parsed
-    (remote.parse_submit_output of everything popcorn printed).
+    The record: file, mode, leaderboard, gpu, output (popcorn's text, saved as it streamed), exit
+    code, status (popcorn's job status, "refused" for an HTTP refusal, "failed" for another non-zero
+    exit, "interrupted" for Ctrl-C, SIGTERM or SIGHUP) and parsed (remote.parse_submit_output).
     """
     popcorn = find_popcorn() or "popcorn-cli"
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    output = output_dir / f"{stamp}.txt"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    command = popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, output)
-    interrupted = False
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    output = output_dir / f"{stamp}.txt"  # what popcorn printed, raw, as it came
+    written = output_dir / f"{stamp}.o.txt"  # popcorn's own -o file
+    command = popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, written)
+    interrupted = None
     try:
-        code, text = run_echoing(command, echo=echo)
+        code, text = run_echoing(command, output, echo=echo)
     except Interrupted as stop:
-        code, text, interrupted = harness.INTERRUPTED, stop.output, True
-    saved = output.read_text() if output.exists() else ""
-    if not saved:
-        output.write_text(text)
+        code, text, interrupted = harness.INTERRUPTED, stop.output, stop.signal_name
+    saved = written.read_bytes().decode("utf-8", "replace") if written.exists() else ""
     parsed = remote.parse_submit_output(text + "\n" + saved)
-    status = "interrupted" if interrupted else ("failed" if code != 0 and parsed["status"] == "done"
-                                                else parsed["status"])
+    if interrupted:
+        status = "interrupted"
+    elif code != 0 and parsed["status"] in ("done", "no score found"):
+        status = "failed"
+        parsed["message"] = parsed["message"] or _last_words(text) or f"popcorn exited with {code}"
+    else:
+        status = parsed["status"]
     return {"file": file, "mode": mode, "leaderboard": checked["leaderboard"], "gpu": checked["gpu"],
-            "output": output, "code": code, "status": status, "parsed": parsed}
+            "output": output, "code": code, "status": status, "parsed": parsed, "signal": interrupted}
+
+
+def _last_words(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

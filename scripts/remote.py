@@ -6,7 +6,9 @@ report (a `⏱ MEAN ± ERR µs` line per benchmark, pass/fail per test). `submis
 fixed-width table, `submissions show ID` a page of `Key: value` lines and `  - MODE on RUNNER: ...` runs.
 Nothing is guessed: output with nothing to read is recorded as "no score found".
 """
+import datetime
 import json
+import math
 import re
 import urllib.error
 import urllib.parse
@@ -15,10 +17,25 @@ from pathlib import Path
 
 S_TO_US = 1e6
 _SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S+): ([0-9.eE+-]+) s\s*$", re.MULTILINE)
-_ACCEPTED = re.compile(r"Submission (\d+) accepted")
+_ACCEPTED = re.compile(r"Submission (\d+) accepted\.?(?: (\S+) GPU queue: (\d+) queued job)?")
 _FAILED = re.compile(r"Submission (\d+) (failed|timed_out|hacked): (.*)")
 _OLD_MEAN = re.compile(r"⏱\s*([\d.]+)\s*±\s*([\d.]+)\s*(ns|µs|us|ms|s)\b")
 _UNIT_US = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
+# Newer releases: a row per case before the JSON (✅/❌ SPEC, `> ERROR` under a failed test; a
+# benchmark's spec, then `⏱ MEAN ± ERR UNIT`), and a diagnostics block when a public run failed.
+_CASE_ROW = re.compile(r"^\s*(✅|❌)\s*(.+?)\s*$")
+_CASE_ERROR = re.compile(r"^\s*>\s*(.+?)\s*$")
+_SPEC = re.compile(r"^\s*(B:\s*\d+;.*?)\s*$")
+_DIAGNOSTICS = re.compile(r"^Failure diagnostics \((\S+) on (\S+)\):", re.MULTILINE)
+# The server's refusals, as popcorn relays them: `Server returned status CODE: BODY`.
+_HTTP_REFUSAL = re.compile(r"(?:Server returned status|HTTP(?: status)?|status code)\s*:?\s*(\d{3})\s*[:-]?\s*(.*)",
+                           re.IGNORECASE)
+REFUSALS = {400: "the server refused the submission (HTTP 400)", 403: "the leaderboard is closed to this account (HTTP 403)",
+            413: "the file is over the server's 1 MB limit (HTTP 413)", 429: "the server's hourly quota is spent (HTTP 429)",
+            500: "the server refused the code (HTTP 500)"}
+# A leaderboard submission that ran but earned no ranked score (releases after 1.3.23).
+_UNRANKED = re.compile(r"^.*(failed secret validation|did not pass secret leaderboard validation"
+                       r"|completed without a leaderboard score).*$", re.MULTILINE | re.IGNORECASE)
 
 
 def _summary_json(text: str):
@@ -34,26 +51,103 @@ def _summary_json(text: str):
 
 
 def _score_us(score):
-    return None if score is None else float(score) * S_TO_US
+    """Seconds -> microseconds; None for anything that is not a number (never a made-up score)."""
+    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
+        return None
+    try:
+        value = float(score)
+    except ValueError:
+        return None
+    return value * S_TO_US if math.isfinite(value) else None
+
+
+def refusal(text: str) -> dict | None:
+    """An HTTP refusal popcorn relayed -> {code, sentence, server, wait_s}, or None.
+
+    The sentence is one line: what the refusal means, and the server's own words.
+    """
+    for line in text.splitlines():
+        match = _HTTP_REFUSAL.search(line)
+        if not match or not 400 <= int(match[1]) < 600:
+            continue
+        code, body = int(match[1]), _server_message(match[2])
+        what = REFUSALS.get(code, f"the server refused the submission (HTTP {code})")
+        if code == 400 and "deadline" in body.lower():
+            what = "the leaderboard's deadline has passed (HTTP 400)"
+        if code == 500 and "stream" in body.lower():
+            what = "the server refused code that contains the word 'stream' (HTTP 500)"
+        wait = re.search(r"[Tt]ry again in (\d+(?:\.\d+)?)\s*s", body)
+        sentence = f"{what}: {body}" if body else what
+        if wait:
+            sentence += f" (wait {float(wait[1]):.0f} s before the next try)"
+        return {"code": code, "sentence": sentence.rstrip(".") + ".", "server": body,
+                "wait_s": float(wait[1]) if wait else None}
+    return None
+
+
+def _server_message(body: str) -> str:
+    """The server's words out of a relayed body: a JSON `detail` where there is one, else the text."""
+    body = body.strip()
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(value, dict):
+        return str(value.get("detail") or value.get("message") or value.get("error") or body)
+    return body
+
+
+def parse_case_rows(text: str) -> list[dict]:
+    """The per-case rows of newer releases: tests as {spec, passed, error}, benchmarks as {spec, mean_us, err_us}."""
+    cases, spec = [], None
+    for line in text.splitlines():
+        row = _CASE_ROW.match(line)
+        if row:
+            cases.append({"spec": row[2], "passed": row[1] == "✅", "error": None})
+            spec = None
+            continue
+        error = _CASE_ERROR.match(line)
+        if error and cases and not cases[-1]["passed"] and cases[-1].get("error") is None:
+            cases[-1]["error"] = error[1]
+            continue
+        timed = _OLD_MEAN.search(line)
+        if timed and spec is not None:
+            unit = _UNIT_US[timed[3]]
+            cases.append({"spec": spec, "mean_us": float(timed[1]) * unit, "err_us": float(timed[2]) * unit})
+            spec = None
+            continue
+        match = _SPEC.match(line)
+        spec = match[1] if match else spec
+    return cases
 
 
 def parse_submit_output(text: str) -> dict:
-    """popcorn-cli submit's output (stdout or the -o file) -> a record of what the server said."""
+    """popcorn-cli submit's output (stdout or the -o file) -> a record of what the server said.
+
+    status: "done", "failed" / "timed_out" / "hacked" (the job's), "refused" (an HTTP refusal before
+    anything ran), "unranked" (a ranked submit that earned no score), or "no score found".
+    """
     record = {"submission_id": None, "status": "no score found", "message": "", "runs": [], "scores": [],
-              "benchmark_means_us": [], "tests_passed": None, "tests_failed": None, "format": None}
+              "benchmark_means_us": [], "tests_passed": None, "tests_failed": None, "format": None,
+              "queue": None, "cases": [], "job": None, "diagnostics": None, "refusal": None}
     accepted = _ACCEPTED.search(text)
     if accepted:
         record["submission_id"] = int(accepted[1])
+        if accepted[2]:
+            record["queue"] = {"runner": accepted[2], "queued": int(accepted[3])}
     record["scores"] = [{"secret": kind == "secret", "runner": runner, "score_us": _score_us(value)}
                         for kind, runner, value in _SCORE.findall(text)]
+    record["cases"] = parse_case_rows(text)
     summary = _summary_json(text)
     if summary is not None:
-        record["format"] = "1.3"
+        record["format"] = "1.3" if "job" not in summary else "1.3 with job"
         record["submission_id"] = summary.get("submission_id", record["submission_id"])
         record["leaderboard"] = summary.get("leaderboard")
         record["runs"] = [{"mode": run.get("mode"), "secret": bool(run.get("secret")), "runner": run.get("runner"),
                            "passed": bool(run.get("passed")), "score_us": _score_us(run.get("score"))}
-                          for run in summary.get("runs", [])]
+                          for run in summary.get("runs", []) if isinstance(run, dict)]
+        if isinstance(summary.get("job"), dict):
+            record["job"] = {"status": summary["job"].get("status"), "error": summary["job"].get("error")}
     means = [float(mean) * _UNIT_US[unit] for mean, _, unit in _OLD_MEAN.findall(text)]
     if means and summary is None:
         record["format"] = "text report"
@@ -62,13 +156,36 @@ def parse_submit_output(text: str) -> dict:
     if summary is None and (passed or failed):
         record["format"] = record["format"] or "text report"
         record["tests_passed"], record["tests_failed"] = passed, failed
+    diagnostics = _DIAGNOSTICS.search(text)
+    if diagnostics:
+        record["diagnostics"] = text[diagnostics.start():].split("\n{", 1)[0].strip()
     failure = _FAILED.search(text)
+    refused = refusal(text) if record["submission_id"] is None else None
+    unranked = _UNRANKED.search(text)
+    job_failed = record["job"] and record["job"]["status"] not in (None, "succeeded", "done", "completed")
     if failure:
         record["submission_id"] = int(failure[1])
         record["status"], record["message"] = failure[2], failure[3].strip()
+    elif refused:
+        record["status"], record["message"], record["refusal"] = "refused", refused["sentence"], refused
+    elif diagnostics or job_failed or any(r["passed"] is False for r in record["runs"] if not r["secret"]):
+        record["status"] = "failed"
+        record["message"] = (record["job"] or {}).get("error") or (
+            f"the public {diagnostics[1]} run on {diagnostics[2]} failed" if diagnostics else "a public run failed")
+    elif unranked or any(r["secret"] and not r["passed"] for r in record["runs"]):
+        record["status"] = "unranked"
+        record["message"] = unranked[0].strip() if unranked else "the secret run failed, so the entry is hidden"
     elif record["runs"] or record["scores"] or means or passed or failed:
         record["status"] = "done"
     return record
+
+
+def ranked_runs(record: dict) -> list[dict]:
+    """Each run once: the JSON's runs where popcorn printed them, else the score lines' (older output)."""
+    if record["runs"]:
+        return record["runs"]
+    return [{"mode": "leaderboard", "secret": s["secret"], "runner": s["runner"], "passed": True,
+             "score_us": s["score_us"]} for s in record["scores"]]
 
 
 # `submissions list` prints `{:<8} {:<20} {:<20} {:<20} {:<12} {:<10} {:>10}`: the columns' spans.
@@ -76,20 +193,42 @@ _LIST_COLUMNS = {"submission_id": (0, 8), "leaderboard": (9, 29), "file_name": (
                  "gpu": (72, 84), "status": (85, 95), "score_text": (96, None)}
 
 
-def parse_list(text: str) -> list[dict]:
-    """`submissions list`'s table -> one dict per row (score in microseconds; the list prints 4 decimals
-    of a second, so a fast kernel reads 0.0000 there: that stays as the printed text, never a 0 score)."""
+_LIST_STATUSES = ("done", "pending", "running", "failed", "timed_out", "hacked", "submitted", "queued")
+
+
+def parse_list(text: str, warn=lambda message: None) -> list[dict]:
+    """`submissions list`'s table -> one dict per row (score in microseconds; older releases print 4
+    decimals of a second, so a fast kernel reads 0.0000 there: that stays as the printed text, never
+    a 0 score). A row is read by the table's columns; a line that does not fit them is skipped with a
+    warning naming it, never taken for a submission."""
     rows = []
-    for line in text.splitlines():
-        if not line[:8].strip().isdigit():
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith(("ID ", "---")) or set(line.strip()) <= {"-"}:
             continue
         row = {name: line[a:b].strip() for name, (a, b) in _LIST_COLUMNS.items()}
+        score = row["score_text"]
+        problems = [why for why, bad in (
+            ("its ID column is not a number", not row["submission_id"].isdigit()),
+            ("its time column is not a date", not _is_time(row["time"])),
+            ("its status column is not a status", row["status"] not in _LIST_STATUSES),
+            ("its score column is not a score", score not in ("", "-", "not ranked") and _score_us(score) is None),
+        ) if bad]
+        if problems:
+            warn(f"line {number} of popcorn's list is not a row ({problems[0]}): {line.strip()[:80]}")
+            continue
         row["submission_id"] = int(row["submission_id"])
         row["gpu"] = None if row["gpu"] in ("", "-") else row["gpu"]
-        score = None if row["score_text"] in ("", "-") else float(row["score_text"])
-        row["score_us"] = _score_us(score) if score else None
+        row["score_us"] = _score_us(score) or None
         rows.append(row)
     return rows
+
+
+def _is_time(text: str) -> bool:
+    try:
+        datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 _RUN = re.compile(r"^\s*- (\S+) on (\S+): (passed|failed) \(score: ([^)]*)\)( \[secret\])?")
@@ -140,27 +279,83 @@ def popcorn_settings(environ, home: Path) -> tuple[str | None, str | None]:
     return environ.get("POPCORN_API_URL"), cli_id
 
 
-def fetch_standings(api_url: str, leaderboard: str, gpu: str, cli_id: str | None = None, limit: int = 20,
-                    timeout: float = 15) -> list[dict]:
-    """The leaderboard's public ranking for one GPU: best passing run per user, best first."""
-    url = f"{api_url.rstrip('/')}/submissions/{urllib.parse.quote(leaderboard)}/{urllib.parse.quote(gpu)}" \
-          f"?limit={limit}&offset=0"
-    request = urllib.request.Request(url, headers={"X-Popcorn-Cli-Id": cli_id} if cli_id else {})
+def _get_json(api_url: str, path: str, cli_id: str | None, timeout: float, what: str):
+    """GET {api_url}{path} as popcorn would (its cli_id header); the decoded JSON, or RemoteError."""
+    parsed = urllib.parse.urlparse(api_url or "")
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise RemoteError(f"POPCORN_API_URL={api_url!r} is not an http(s) URL.")
+    request = urllib.request.Request(api_url.rstrip("/") + path, headers={"X-Popcorn-Cli-Id": cli_id} if cli_id else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             body = answer.read()
     except urllib.error.HTTPError as error:
-        raise RemoteError(f"the server refused the ranking of {leaderboard} on {gpu}: HTTP {error.code}"
+        raise RemoteError(f"the server refused {what}: HTTP {error.code}"
                           f"{' (register with popcorn-cli first)' if error.code in (401, 403) else ''}.") from None
-    except (urllib.error.URLError, OSError) as error:
+    except (urllib.error.URLError, OSError, ValueError) as error:
         raise RemoteError(f"the server at {api_url} could not be reached: {getattr(error, 'reason', error)}.") from None
     try:
-        rows = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        raise RemoteError(f"the server at {api_url} answered something that is not JSON.") from None
+        raise RemoteError(f"the server at {api_url} answered {what} with something that is not JSON.") from None
+
+
+def fetch_standings(api_url: str, leaderboard: str, gpu: str, cli_id: str | None = None, limit: int = 20,
+                    timeout: float = 15) -> list[dict]:
+    """The leaderboard's public ranking for one GPU: best passing run per user, best first. Rows
+    that are not objects, and scores or ranks that are not numbers, are dropped or blanked."""
+    path = f"/submissions/{urllib.parse.quote(leaderboard)}/{urllib.parse.quote(gpu)}?limit={limit}&offset=0"
+    rows = _get_json(api_url, path, cli_id, timeout, f"the ranking of {leaderboard} on {gpu}")
     if not isinstance(rows, list):
         raise RemoteError(f"the server at {api_url} answered a {type(rows).__name__}, not a ranking.")
-    return sorted(rows, key=lambda row: row.get("rank") or float("inf"))
+    clean = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        score = _score_us(row.get("submission_score"))
+        rank = row.get("rank")
+        clean.append(dict(row, submission_score=None if score is None else score / S_TO_US,
+                          rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None))
+    return sorted(clean, key=lambda row: row["rank"] if row["rank"] is not None else float("inf"))
+
+
+def fetch_board(api_url: str, leaderboard: str, cli_id: str | None = None, timeout: float = 10) -> dict:
+    """The server's own word on one leaderboard (GET /leaderboards): {name, deadline, gpu_types}.
+
+    deadline is an aware datetime (UTC where the server gives no offset), or None where it gives none.
+    """
+    boards = _get_json(api_url, "/leaderboards", cli_id, timeout, "the list of leaderboards")
+    if not isinstance(boards, list):
+        raise RemoteError(f"the server at {api_url} answered a {type(boards).__name__}, not a list of leaderboards.")
+    board = next((b for b in boards if isinstance(b, dict) and b.get("name") == leaderboard), None)
+    if board is None:
+        raise RemoteError(f"the server at {api_url} lists no leaderboard named {leaderboard}.")
+    gpus = board.get("gpu_types")
+    return {"name": leaderboard, "deadline": parse_deadline(board.get("deadline")),
+            "gpu_types": [str(g) for g in gpus] if isinstance(gpus, list) else None}
+
+
+def parse_deadline(text) -> datetime.datetime | None:
+    """An ISO 8601 date-time, with or without an offset (none means UTC), or None."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
+def deadline_passed(board: dict, now: datetime.datetime | None = None) -> bool:
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return board["deadline"] is not None and board["deadline"] <= now
+
+
+def closed_sentence(board: dict, now: datetime.datetime | None = None) -> str:
+    """One sentence for a board past its deadline, naming the deadline and today's date, as the server would."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return (f"the {board['name']} leaderboard closed on {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')} and today is"
+            f" {now.strftime('%Y-%m-%d')}: the server refuses every submission to it (HTTP 400), so nothing was sent;"
+            f" `python scripts/cli.py judge` judges a file locally as the runner would")
 
 
 def rank_of(score_us: float, standings: list[dict]) -> int:
@@ -173,7 +368,8 @@ def format_standings(standings: list[dict], ours_us: float | None, top: int = 10
     lines = [f"{'rank':>4}  {'user':<24}{'score us':>10}"]
     for row in standings[:top]:
         score = row.get("submission_score")
-        lines.append(f"{row.get('rank', '?'):>4}  {str(row.get('user_name', '?'))[:23]:<24}"
+        rank = row.get("rank") if row.get("rank") is not None else "?"
+        lines.append(f"{rank:>4}  {str(row.get('user_name', '?'))[:23]:<24}"
                      f"{(f'{score * S_TO_US:.2f}' if score is not None else '-'):>10}")
     if ours_us is None:
         lines.append("ours: no B200 score recorded yet (submit --mode leaderboard, or remote list)")

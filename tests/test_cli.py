@@ -75,29 +75,17 @@ def test_preflight_refuses_a_file_that_fails_the_correctness_suite(tmp_path):
         leaderboard.preflight(path, None, None, lambda p: (False, "case 3 is wrong"), ROOT, need_popcorn=False)
 
 
-@pytest.mark.parametrize("line,flagged", [
-    ("key = data[0].data_ptr()", True),
-    ("out = _results[x.data_ptr()]", True),
-    ("hit = _results.get(x.data_ptr())", True),
-    ("if x.data_ptr() in _seen:", True),
-    ("address = marker.data_ptr()", False),  # a pointer read to find its allocator segment, not a key
-])
-def test_data_ptr_warns_only_where_it_is_used_as_a_key(line, flagged):
-    assert bool(leaderboard.caching_warnings(line)) is flagged
-
-
-def test_caching_patterns_are_warnings():
+def test_the_one_hand_written_caching_warning_is_the_one_kernelguard_lacks():
+    """KernelGuard flags pointer keys, id() keys and output caches itself (tests/test_server.py);
+    a global rebound at call time is what it lets through, so that stays a warning of ours."""
     text = DIRECTIVES + textwrap.dedent("""
-        _seen = {}
         def custom_kernel(data):
             global _last
-            key = data[0].data_ptr()
-            other = id(data)
-            _out_cache[key] = 1
+            _last = data[0] + 1
+            return _last
     """)
     warnings = leaderboard.caching_warnings(text)
-    assert any("data_ptr" in w for w in warnings) and any("id()" in w for w in warnings)
-    assert any("global" in w for w in warnings) and any("cache-like" in w for w in warnings)
+    assert len(warnings) == 1 and "line 5 rebinds a global at call time: global _last" in warnings[0]
     assert leaderboard.caching_warnings((ROOT / "submission.py").read_text()) == []
 
 

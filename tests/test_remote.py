@@ -77,7 +77,8 @@ def test_submissions_list_and_show_pages():
 
 @pytest.mark.parametrize("text,message", [
     ("#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius H100\n", "names 2 GPUs"),
-    ("#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n#!POPCORN gpu H100\n", "names 2 GPUs"),
+    ("#!POPCORN leaderboard causal_conv1d\n#!POPCORN gpu B200_Nebius\n#!POPCORN gpu H100\n",
+     "line 3: '#!POPCORN gpu' repeats line 2; the server refuses a directive given twice"),
     ("#!POPCORN leaderboard causal_conv1d\n  #!POPCORN gpu B200_Nebius\n", "no GPU"),  # not at column 0
 ])
 def test_directives_are_read_as_popcorn_reads_them(text, message):
@@ -152,7 +153,9 @@ def test_a_ranked_submit_records_id_runs_scores_hash_and_commit(fake_popcorn):
     assert args[:9] == ["submit", "--no-tui", "--leaderboard", "causal_conv1d", "--gpu", "B200_Nebius",
                         "--mode", "leaderboard", str(sub)]
     assert "Geomean score (public) on B200_Nebius: 1.0021e-05 s" in proc.stdout  # popcorn's output comes through
-    assert "recorded: submission 31337, done, public 10.02 us on B200_Nebius, secret 10.10 us" in proc.stdout
+    assert ("recorded: submission 31337, done, test public passed on B200_Nebius, benchmark public passed on"
+            " B200_Nebius, leaderboard public 10.02 us on B200_Nebius, leaderboard secret 10.10 us on B200_Nebius"
+            in proc.stdout)  # each run named once
     entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
     assert entry["submission_id"] == 31337 and entry["source"] == "popcorn" and entry["mode"] == "leaderboard"
     assert entry["gpu"] == "B200_Nebius" and entry["leaderboard"] == "causal_conv1d" and entry["outcome"] == "pass"
@@ -185,7 +188,7 @@ def test_nothing_to_read_is_recorded_as_no_score_found_with_the_saved_output(fak
     (tmp / "odd.txt").write_text("something popcorn never prints\n")
     env["FAKE_OUTPUT"] = str(tmp / "odd.txt")
     proc = run_cli(["submit", str(candidate(tmp))], env)
-    assert proc.returncode == 0 and "no score found in popcorn's output; it is saved in" in proc.stdout
+    assert proc.returncode == 1 and "no score found in popcorn's output (exit 0): it is saved in" in proc.stderr
     entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
     assert entry["outcome"] == "no score found" and entry["geomean_us"] is None and Path(entry["output"]).is_file()
 
