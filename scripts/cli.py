@@ -289,8 +289,7 @@ def submit(file, mode, gpu, board, yes, dry_run):
         click.echo(f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}", err=True)
         sys.exit(harness.INTERRUPTED)
     if status == "refused":
-        raise click.ClickException(f"{parsed['message'][0].upper()}{parsed['message'][1:]} popcorn's output is"
-                                   f" saved in {output}")
+        raise click.ClickException(f"refused, {parsed['message']} popcorn's output is saved in {output}")
     if status == "no score found":
         raise click.ClickException(f"no score found in popcorn's output (exit {submitted['code']}): it is saved in"
                                    f" {output}")

@@ -77,7 +77,7 @@ def refusal(text: str) -> dict | None:
         if code == 500 and "stream" in body.lower():
             what = "the server refused code that contains the word 'stream' (HTTP 500)"
         wait = re.search(r"[Tt]ry again in (\d+(?:\.\d+)?)\s*s", body)
-        sentence = f"{what}: {body}" if body else what
+        sentence = f"{what}: {body.rstrip('.')}" if body else what
         if wait:
             sentence += f" (wait {float(wait[1]):.0f} s before the next try)"
         return {"code": code, "sentence": sentence.rstrip(".") + ".", "server": body,

@@ -1,10 +1,14 @@
-"""Test setup: the Triton interpreter when there is no GPU, and what the tests share.
+"""Test setup: the Triton interpreter when there is no GPU, and what the tests share (a fake
+popcorn-cli on PATH, the CLI run as a user runs it).
 
 pyproject.toml puts the workspace root on the path. TRITON_INTERPRET must be set before triton.jit
 runs, so before any kernel module is imported. Helion's interpreter refuses to run beside Triton's,
 so Helion tests run in their own processes.
 """
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import torch
 import eval as harness
 
 ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "tests" / "samples"
 
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
@@ -60,3 +65,39 @@ def conv_float64(x, weight, bias):
 def task_shapes(key: str) -> list[tuple[int, int, int, int]]:
     """(B, D, S, W) of task.yml's tests or benchmarks: the one source of the cases."""
     return [(c.args["B"], c.args["D"], c.args["S"], c.args["W"]) for c in harness.cases_from_task(key)]
+
+
+def run_cli(args, env_extra, input_text=None, cwd=ROOT):
+    env = dict(os.environ, **env_extra)
+    env.pop("POPCORN_FD", None)
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "cli.py"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, input=input_text, timeout=600)
+
+
+@pytest.fixture
+def fake_popcorn(tmp_path):
+    """A popcorn-cli on PATH that records its arguments and prints $FAKE_OUTPUT (stdout and the -o file)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "popcorn_args.json"
+    script = bin_dir / "popcorn-cli"
+    script.write_text(textwrap.dedent(f"""\
+        #!{sys.executable}
+        import json, os, sys, time
+        json.dump(sys.argv[1:], open({str(record)!r}, "w"))
+        text = open(os.environ["FAKE_OUTPUT"]).read()
+        print(text, end="", flush=True)
+        if "-o" in sys.argv:
+            open(sys.argv[sys.argv.index("-o") + 1], "w").write(text)
+        time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+        sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+    """))
+    script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")}
+    return env, record, tmp_path
+
+
+def candidate(tmp, body=GOOD_BODY, name="candidate.py"):
+    path = tmp / name
+    path.write_text(DIRECTIVES + body)
+    return path

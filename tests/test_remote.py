@@ -17,11 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DIRECTIVES, GOOD_BODY, ROOT
+from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, run_cli
 from scripts import history, leaderboard, remote
-
-SAMPLES = ROOT / "tests" / "samples"
-
 
 def sample(name: str) -> str:
     return (SAMPLES / name).read_text()
@@ -105,42 +102,6 @@ def test_the_compile_step_warns_about_a_slow_or_failing_main(tmp_path, monkeypat
 
 
 # ----------------------------------------------------------------------------- the CLI with a fake popcorn
-
-
-def run_cli(args, env_extra, input_text=None, cwd=ROOT):
-    env = dict(os.environ, **env_extra)
-    env.pop("POPCORN_FD", None)
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "cli.py"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, input=input_text, timeout=600)
-
-
-@pytest.fixture
-def fake_popcorn(tmp_path):
-    """A popcorn-cli on PATH that records its arguments and prints $FAKE_OUTPUT (stdout and the -o file)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "popcorn_args.json"
-    script = bin_dir / "popcorn-cli"
-    script.write_text(textwrap.dedent(f"""\
-        #!{sys.executable}
-        import json, os, sys, time
-        json.dump(sys.argv[1:], open({str(record)!r}, "w"))
-        text = open(os.environ["FAKE_OUTPUT"]).read()
-        print(text, end="", flush=True)
-        if "-o" in sys.argv:
-            open(sys.argv[sys.argv.index("-o") + 1], "w").write(text)
-        time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
-        sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
-    """))
-    script.chmod(0o755)
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")}
-    return env, record, tmp_path
-
-
-def candidate(tmp, body=GOOD_BODY, name="candidate.py"):
-    path = tmp / name
-    path.write_text(DIRECTIVES + body)
-    return path
 
 
 def test_a_ranked_submit_records_id_runs_scores_hash_and_commit(fake_popcorn):
