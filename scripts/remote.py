@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 S_TO_US = 1e6
-_SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S+): ([0-9.eE+-]+) s\s*$", re.MULTILINE)
+_SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): ([0-9.eE+-]+) s\s*$", re.MULTILINE)
 _ACCEPTED = re.compile(r"Submission (\d+) accepted\.?(?: (\S+) GPU queue: (\d+) queued job)?")
 _FAILED = re.compile(r"Submission (\d+) (failed|timed_out|hacked): (.*)")
 _OLD_MEAN = re.compile(r"⏱\s*([\d.]+)\s*±\s*([\d.]+)\s*(ns|µs|us|ms|s)\b")
