@@ -19,6 +19,7 @@ This file is part of the contract: it imports nothing from the workspace's tools
 import argparse
 import base64
 import dataclasses
+import fcntl
 import importlib.metadata
 import importlib.util
 import json
@@ -109,6 +110,8 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
             if match is None:
                 raise TaskError(f"{where}: cannot read {part.strip()!r}; fields are 'name: value' separated by ';'")
             key, value = match.groups()
+            if key in args:
+                raise TaskError(f"{where}: {key} is given twice")
             if value in ("true", "false"):
                 args[key] = value == "true"
             elif _INTEGER.fullmatch(value):
@@ -131,9 +134,12 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
 
 def read_tests_file(path: Path, secret: int | None = None) -> list[Case]:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as error:
         raise TaskError(f"cannot read the tests file {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise TaskError(f"the tests file {path} is not UTF-8 text (byte {error.start}): cases are lines like"
+                        f" 'B: 1; D: 64; S: 64; W: 4; seed: 4242'") from None
     try:
         return parse_tests(text, secret)
     except TaskError as error:
@@ -146,7 +152,18 @@ def format_spec(args: dict) -> str:
 
 def cases_from_task(key: str, problem_dir: Path = HERE) -> list[Case]:
     """The `tests` or `benchmarks` of task.yml, as the lines the runner would pass."""
-    return parse_tests("\n".join(format_spec(args) for args in load_task(problem_dir)[key]))
+    entries = load_task(problem_dir)[key]
+    if not isinstance(entries, list) or not all(isinstance(args, dict) for args in entries):
+        raise TaskError(f"{problem_dir / 'task.yml'}: {key} must be a list of cases like {{B: 1, D: 64, S: 64, W: 4,"
+                        f" seed: 4242}}")
+    cases = []
+    for number, args in enumerate(entries, start=1):
+        try:
+            cases += parse_tests(format_spec(args))
+        except TaskError as error:
+            raise TaskError(f"{problem_dir / 'task.yml'}: {key} case {number}: "
+                            f"{str(error).replace('invalid test case on line 1 ', '')}") from None
+    return cases
 
 
 # ----------------------------------------------------------------------------- outcomes
@@ -393,6 +410,9 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_torch_copy
     if not on_gpu:
         outcome.notes.append("CPU, under the interpreter: no CUDA-graph capture; the kernel was called directly")
     check_output(reference, pristine, captured.data, captured.output)
+    if getattr(captured.output, "dtype", None) != torch.float32:  # the runner's check lets it pass too
+        outcome.notes.append(f"the output is {captured.output.dtype}, not the task's float32; the runner's check"
+                             " passes it, but it is not the task's output type")
     if mode == "leaderboard":
         args = recheck(captured, args, reference)
     if mode in TIMED_MODES or mode == "warmup":
@@ -697,20 +717,25 @@ def runner_main(opts, fd_text: str) -> int:
         return USAGE
     try:
         fd = int(fd_text)
-        os.fstat(fd)
+        mode_bits = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
     except (ValueError, OSError):
         print(f"POPCORN_FD={fd_text!r} does not name an open file descriptor for the results.", file=sys.stderr)
+        return USAGE
+    if mode_bits == os.O_RDONLY:
+        print(f"POPCORN_FD={fd_text!r} is open for reading only; the results need a descriptor open for writing.",
+              file=sys.stderr)
         return USAGE
     if not opts.submission.is_file():
         print(f"no submission file at {opts.submission}", file=sys.stderr)
         return USAGE
-    secret = os.environ.pop("POPCORN_SEED", None)
+    seed_text = os.environ.pop("POPCORN_SEED", None)
     try:
-        secret = int(secret) if secret else None
-        cases = read_tests_file(opts.tests_file, secret)
+        secret = int(seed_text) if seed_text else None
     except ValueError:
-        print(f"POPCORN_SEED must be an integer, got {secret!r}", file=sys.stderr)
+        print(f"POPCORN_SEED must be an integer, got {seed_text!r}", file=sys.stderr)
         return BAD_TESTS_FILE
+    try:
+        cases = read_tests_file(opts.tests_file, secret)
     except TaskError as error:
         print(error, file=sys.stderr)
         return BAD_TESTS_FILE
@@ -831,6 +856,10 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
 
 
 def local_main(opts) -> int:
+    if opts.json_out and (opts.json_out.is_dir() or not opts.json_out.parent.is_dir()):
+        print(f"--json {opts.json_out}: {'that is a folder' if opts.json_out.is_dir() else 'its folder does not exist'};"
+              " nothing was run", file=sys.stderr)
+        return USAGE
     try:
         report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_torch_copy)
     except TaskError as error:
@@ -843,6 +872,17 @@ def local_main(opts) -> int:
 
 # ============================================================================= THE COMMAND LINE
 
+def positive_seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds above 0")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     """One command line for both modes (runner mode: POPCORN_FD set, a tests file required)."""
     parser = argparse.ArgumentParser(
@@ -852,7 +892,7 @@ def parser() -> argparse.ArgumentParser:
                         help="cases in the runner's format, one a line (default: task.yml's)")
     parser.add_argument("--submission", type=Path, default=HERE / "submission.py", help="file to evaluate")
     parser.add_argument("--json", dest="json_out", type=Path, help="also write the report to this JSON file")
-    parser.add_argument("--timeout", type=float, help="seconds a mode's run may take (default: task.yml's)")
+    parser.add_argument("--timeout", type=positive_seconds, help="seconds a mode's run may take (default: task.yml's)")
     parser.add_argument("--no-torch-copy", action="store_true",
                         help="skip timing torch's copy of x (x.clone()) beside each benchmark")
     return parser

@@ -8,6 +8,7 @@ directly. Flags mean the same everywhere: FILE is the submission-style file (def
 """
 import datetime
 import json
+import math
 import os
 import subprocess
 import sys
@@ -65,7 +66,23 @@ def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
     sys.exit(0 if report["passed"] else 1)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Loop(click.Group):
+    """The CLI's group: a malformed task.yml or an unreadable history is one sentence, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (harness.TaskError, history.HistoryError) as error:
+            raise click.ClickException(str(error)) from None
+
+
+def positive_seconds(ctx, param, value):
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} must be a number of seconds above 0")
+    return value
+
+
+@click.group(cls=Loop, context_settings={"help_option_names": ["-h", "--help"]})
 def cli():
     """The causal_conv1d leaderboard loop."""
 
@@ -73,7 +90,8 @@ def cli():
 TESTS_FILE = click.option("--tests-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                           help="cases in the runner's format instead of task.yml's")
 JSON = click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the report here")
-TIMEOUT = click.option("--timeout", type=float, help="seconds the run may take (default: task.yml's)")
+TIMEOUT = click.option("--timeout", type=float, callback=positive_seconds,
+                       help="seconds the run may take (default: task.yml's)")
 
 
 def eval_options(command):
@@ -431,7 +449,8 @@ def history_cmd(plot_file):
             raise click.ClickException(f"--plot {plot_file}: the folder {plot_file.parent} does not exist")
     entries = read_history()
     if not entries:
-        click.echo(f"no history yet in {history.HISTORY}")
+        click.echo(f"no readable entry in {history.HISTORY}" if history.HISTORY.exists()
+                   else f"no history yet in {history.HISTORY}")
         return
     click.echo(history.format_table(entries))
     click.echo("")

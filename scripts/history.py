@@ -118,8 +118,15 @@ def problem(entry) -> str | None:
     for key in ("score_us", "per_case_us"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
             return f"{key} is {type(entry[key]).__name__} {entry[key]!r}"
-    if not isinstance(entry.get("runs", []), (list, type(None))):
-        return f"runs is {type(entry['runs']).__name__}"
+    runs = entry.get("runs")
+    if not isinstance(runs, (list, type(None))):
+        return f"runs is {type(runs).__name__}"
+    for run in runs or []:
+        if not isinstance(run, dict):
+            return "a run is not an object"
+        score = run.get("score_us")
+        if score is not None and (not isinstance(score, NUMBER) or isinstance(score, bool)):
+            return f"a run's score_us is {type(score).__name__} {score!r}"
     return None
 
 
@@ -333,8 +340,19 @@ def merge_remote(entries_new: list[dict], path: Path | None = None) -> int:
     return added
 
 
+def plot_series(entries: list[dict]) -> dict:
+    """label -> [(time in UTC, geomean us)], oldest first: one line per local GPU and per remote runner."""
+    series = {}
+    for e in entries:
+        if not is_submission(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
+            continue
+        label = f"{e.get('gpu')} ({'remote' if e.get('source') in REMOTE_SOURCES else 'local'})"
+        series.setdefault(label, []).append((utc_time(e["time"]), e["geomean_us"]))
+    return {label: sorted(points) for label, points in sorted(series.items())}
+
+
 def plot(entries: list[dict], out: Path) -> None:
-    """Geomean over time of our submissions: one line per local GPU and per remote runner. Needs matplotlib."""
+    """Geomean over time of our submissions (plot_series), drawn to out. Needs matplotlib."""
     try:
         import matplotlib
 
@@ -342,15 +360,9 @@ def plot(entries: list[dict], out: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("history --plot needs matplotlib: pip install matplotlib") from None
-    series = {}
-    for e in entries:
-        if not is_submission(e) or e.get("geomean_us") is None or e.get("outcome") != "pass":
-            continue
-        label = f"{e.get('gpu')} ({'remote' if e.get('source') in REMOTE_SOURCES else 'local'})"
-        series.setdefault(label, []).append((utc_time(e["time"]), e["geomean_us"]))
+    series = plot_series(entries)
     fig, ax = plt.subplots(figsize=(8, 4))
-    for label, points in sorted(series.items()):
-        points.sort()
+    for label, points in series.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     ax.set_ylabel("geomean (us)")
     ax.set_title("causal_conv1d: our submissions' geomean over time")

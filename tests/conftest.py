@@ -8,6 +8,7 @@ so Helion tests run in their own processes.
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -18,6 +19,10 @@ import eval as harness
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "tests" / "samples"
+
+# Every history line and saved popcorn answer of the run goes to a scratch folder, in this process and
+# in every CLI it starts, never into the workspace's results/ (results_left_alone checks it).
+os.environ["WORKSPACE_HISTORY"] = (str(Path(tempfile.mkdtemp(prefix="workspace-tests-")) / "history.jsonl"))
 
 HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
@@ -37,6 +42,20 @@ def custom_kernel(data: input_t) -> output_t:
     padded = torch.nn.functional.pad(x, (W - 1, 0))
     return torch.nn.functional.conv1d(padded, weight.unsqueeze(1), bias, groups=x.shape[1])
 """
+
+def _results_listing() -> dict:
+    return {str(p.relative_to(ROOT)): p.stat().st_mtime_ns for p in (ROOT / "results").rglob("*")}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_left_alone():
+    """Tests use temporary folders only: the workspace's own results/ is the same after the run."""
+    before = _results_listing()
+    yield
+    after = _results_listing()
+    changed = sorted(set(before.items()) ^ set(after.items()))
+    assert not changed, f"the tests changed the workspace's results/: {changed[:5]}"
+
 
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (graph capture and timing); none is visible")
 
@@ -85,10 +104,11 @@ def fake_popcorn(tmp_path):
         #!{sys.executable}
         import json, os, sys, time
         json.dump(sys.argv[1:], open({str(record)!r}, "w"))
-        text = open(os.environ["FAKE_OUTPUT"]).read()
-        print(text, end="", flush=True)
+        text = open(os.environ["FAKE_OUTPUT"], "rb").read()
+        sys.stdout.buffer.write(text)
+        sys.stdout.flush()
         if "-o" in sys.argv:
-            open(sys.argv[sys.argv.index("-o") + 1], "w").write(text)
+            open(sys.argv[sys.argv.index("-o") + 1], "wb").write(text)
         time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
         sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
     """))

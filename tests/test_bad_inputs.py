@@ -1,0 +1,290 @@
+"""Bad input gets one sentence and a non-zero exit, and nothing a user ran or submitted is lost.
+
+One test per case of issue 16: each asserts the sentence and the exit code, and for the cases that
+used to lose data, that the history entry and the saved output exist afterwards.
+"""
+import datetime
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import eval as harness
+import reference
+from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, run_cli
+from scripts import history, remote
+
+BINARY = b"\x00\xff\xfe binary \x80\n"
+
+
+def run_eval(args, env_extra=None, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k not in ("POPCORN_FD", "POPCORN_SEED")}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, str(ROOT / "eval.py"), *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600, **kwargs)
+
+
+def one_sentence(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- data lost before
+
+
+def test_popcorn_output_that_is_not_utf8_is_saved_raw_recorded_and_decoded_leniently(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    raw = (SAMPLES / "popcorn_1_3_success.txt").read_bytes().replace(b"Waiting for results...", b"Waiting \xff\xfe...")
+    (tmp / "odd.bin").write_bytes(raw)
+    env["FAKE_OUTPUT"] = str(tmp / "odd.bin")
+    proc = run_cli(["submit", str(candidate(tmp))], env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
+    assert entry["submission_id"] == 31337 and entry["outcome"] == "pass"
+    assert Path(entry["output"]).read_bytes() == raw  # the bytes as popcorn printed them
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_or_sighup_while_popcorn_waits_is_recorded_interrupted_with_the_id(fake_popcorn, signum):
+    env, record, tmp = fake_popcorn
+    (tmp / "started.txt").write_text("Submission 556 accepted. Waiting for results...\n")
+    env.update(FAKE_OUTPUT=str(tmp / "started.txt"), FAKE_SLEEP="600")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "cli.py"), "submit", str(candidate(tmp))],
+                            cwd=ROOT, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.5)  # popcorn has printed its accepted line
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and f"interrupted ({signal.Signals(signum).name})" in err and "Traceback" not in err
+    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
+    assert entry["outcome"] == "interrupted" and entry["submission_id"] == 556
+    assert "Submission 556 accepted" in Path(entry["output"]).read_text()
+
+
+@pytest.mark.parametrize("command", [
+    [sys.executable, "eval.py", "test"],
+    [sys.executable, "scripts/cli.py", "test"],
+])
+def test_json_into_a_missing_folder_is_refused_before_the_run(tmp_path, command):
+    proc = subprocess.run(command + ["--json", str(tmp_path / "nowhere" / "r.json")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0 and "does not exist" in one_sentence(proc.stderr.replace("Error: ", ""))
+    assert "[pass]" not in proc.stdout  # refused before anything ran
+
+
+def test_remote_list_skips_a_line_that_only_starts_with_digits(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    (tmp / "list.txt").write_text((SAMPLES / "submissions_list.txt").read_text() + "12345678 is not a row\n")
+    env["FAKE_OUTPUT"] = str(tmp / "list.txt")
+    proc = run_cli(["remote", "list"], env)
+    assert proc.returncode == 0 and "3 submissions; 3 new in the history" in proc.stdout
+    assert "line 6 of popcorn's list is not a row (its time column is not a date): 12345678" in proc.stderr
+    ids = [e["submission_id"] for e in history.read_entries(Path(env["WORKSPACE_HISTORY"]))]
+    assert 12345678 not in ids and sorted(ids) == [31288, 31290, 31337]
+
+
+def test_remote_show_with_an_unreadable_history_says_so_and_keeps_the_answer(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    Path(env["WORKSPACE_HISTORY"]).mkdir()  # a folder where the history file should be
+    env["FAKE_OUTPUT"] = str(SAMPLES / "submissions_show.txt")
+    proc = run_cli(["remote", "show", "31337"], env)
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and "cannot be read: Is a directory" in sentence and "is saved in" in sentence
+    saved = Path(sentence.split("is saved in ")[1].split(";")[0])
+    assert saved.read_text() == (SAMPLES / "submissions_show.txt").read_text()
+
+
+# ----------------------------------------------------------------------------- tracebacks before
+
+
+def test_a_binary_tests_file_is_one_sentence_in_both_modes(tmp_path):
+    tests = tmp_path / "tests.txt"
+    tests.write_bytes(BINARY)
+    proc = run_eval(["test", str(tests)])
+    assert proc.returncode == 1 and "is not UTF-8 text" in one_sentence(proc.stderr)
+    proc = run_cli(["test", "--tests-file", str(tests)], {})
+    assert proc.returncode == 1 and "is not UTF-8 text" in one_sentence(proc.stderr)
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = run_eval(["test", str(tests)], {"POPCORN_FD": str(out.fileno())}, pass_fds=(out.fileno(),))
+    assert proc.returncode == harness.BAD_TESTS_FILE and "is not UTF-8 text" in one_sentence(proc.stderr)
+
+
+def test_popcorn_fd_open_for_reading_only(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("")
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    with open(source) as readable:
+        proc = run_eval(["test", str(tests)], {"POPCORN_FD": str(readable.fileno())}, pass_fds=(readable.fileno(),))
+    assert proc.returncode == harness.USAGE and "open for reading only" in one_sentence(proc.stderr)
+
+
+@pytest.fixture
+def broken_task_copy(tmp_path):
+    """The workspace's contract and tools copied beside a task.yml whose benchmarks are malformed."""
+    for name in ("eval.py", "reference.py", "task.py", "utils.py", "submission.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    text = (ROOT / "task.yml").read_text().replace('"seed": 2146', '"seed": "soon"').replace('"seed": 4242', '"seed": "later"')
+    assert text != (ROOT / "task.yml").read_text()
+    (tmp_path / "task.yml").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", [["cases", "benchmarks"], ["submit", "--dry-run"], ["profile"]])
+def test_a_malformed_task_yml_is_one_sentence_naming_the_file(broken_task_copy, args):
+    proc = subprocess.run([sys.executable, "scripts/cli.py", *args], cwd=broken_task_copy, capture_output=True, text=True,
+                          timeout=600)
+    sentence = one_sentence(proc.stderr)
+    where = re.escape(str(broken_task_copy / "task.yml"))
+    assert proc.returncode == 1 and re.search(rf"{where}: (tests|benchmarks) case 1: .*seed is '(soon|later)'",
+                                              sentence), sentence
+
+
+@pytest.mark.parametrize("content", [
+    "score_us string",
+    "garbage appended",
+    "garbage only",
+    "folder",
+])
+def test_history_bad_files_are_warnings_or_one_sentence(tmp_path, content):
+    path = tmp_path / "h.jsonl"
+    good = {"time": "2026-12-01T00:00:00+00:00", "gpu": "B200_Nebius", "outcome": "pass", "source": "remote",
+            "submission_id": 1, "geomean_us": 10.0}
+    if content == "score_us string":
+        path.write_text(json.dumps(dict(good, runs=[{"mode": "leaderboard", "passed": True, "secret": False,
+                                                      "score_us": "12"}])) + "\n" + json.dumps(good) + "\n")
+    elif content == "garbage appended":
+        path.write_bytes(json.dumps(good).encode() + b"\n" + BINARY)
+    elif content == "garbage only":
+        path.write_bytes(BINARY)
+    else:
+        path.mkdir()
+    proc = run_cli(["history"], {"WORKSPACE_HISTORY": str(path)})
+    assert "Traceback" not in proc.stderr
+    if content == "folder":
+        assert proc.returncode == 1 and "cannot be read: Is a directory" in one_sentence(proc.stderr)
+    elif content == "garbage only":
+        assert proc.returncode == 0 and "no readable entry" in proc.stdout and "line 1 is not JSON" in proc.stderr
+    else:
+        assert proc.returncode == 0 and "10.00" in proc.stdout and "skipped" in proc.stderr
+
+
+@pytest.fixture
+def odd_server():
+    """A server on 127.0.0.1 whose ranking mixes types: a string, a string score, a string rank."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = [{"rank": 1, "user_name": "first", "submission_score": 1.0e-05}, "not a row", 7,
+                    {"rank": "2", "user_name": "second", "submission_score": "fast"}]
+            if self.path == "/leaderboards":
+                body = [{"name": "causal_conv1d", "deadline": 12345, "gpu_types": "B200_Nebius"}]
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_standings_with_a_url_that_is_not_one_or_a_server_of_mixed_types(odd_server, tmp_path):
+    proc = run_cli(["remote", "standings"], {"POPCORN_API_URL": "localhost:8000", "HOME": str(tmp_path)})
+    assert proc.returncode == 1 and "is not an http(s) URL" in one_sentence(proc.stderr)
+    proc = run_cli(["remote", "standings"], {"POPCORN_API_URL": odd_server, "HOME": str(tmp_path)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "first" in proc.stdout and "second" in proc.stdout and "deadline: unknown" in proc.stdout
+
+
+def test_remote_list_output_that_is_not_utf8(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    (tmp / "list.bin").write_bytes((SAMPLES / "submissions_list.txt").read_bytes().replace(b"sion.py", b"\xff\xfe\xfd\xfc.py", 1))
+    env["FAKE_OUTPUT"] = str(tmp / "list.bin")
+    proc = run_cli(["remote", "list"], env)
+    assert proc.returncode == 0 and "3 submissions" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_history_plot_after_a_submit_and_a_remote_show_compares_times_in_utc(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    env["FAKE_OUTPUT"] = str(SAMPLES / "popcorn_1_3_success.txt")
+    assert run_cli(["submit", str(candidate(tmp))], env).returncode == 0
+    env["FAKE_OUTPUT"] = str(SAMPLES / "submissions_show.txt")
+    assert run_cli(["remote", "show", "31337"], env).returncode == 0
+    entries = history.read_entries(Path(env["WORKSPACE_HISTORY"]))
+    assert len(entries) == 2 and all(history.utc_time(e["time"]).utcoffset() == datetime.timedelta(0) for e in entries)
+    # a line an older workspace wrote, its time without an offset, beside the new ones
+    history.append_entry({"time": "2026-12-01T09:00:00", "gpu": "B200_Nebius", "outcome": "pass", "source": "remote",
+                          "geomean_us": 11.0}, Path(env["WORKSPACE_HISTORY"]))
+    series = history.plot_series(history.read_entries(Path(env["WORKSPACE_HISTORY"])))  # raised before on mixed times
+    assert [[us for _, us in points] for points in series.values()] == [[11.0, pytest.approx(10.021)]]
+    try:
+        import matplotlib  # noqa: F401  (optional: the picture itself)
+    except ImportError:
+        return
+    proc = run_cli(["history", "--plot", str(tmp / "h.png")], env)
+    assert proc.returncode == 0 and (tmp / "h.png").stat().st_size > 0, proc.stderr
+
+
+@pytest.mark.parametrize("name,message", [("nowhere/h.png", "does not exist"), ("h.txt", "must end in .png, .pdf, .svg")])
+def test_history_plot_into_a_missing_folder_or_an_unknown_format(tmp_path, name, message):
+    path = tmp_path / "h.jsonl"
+    history.append_entry({"time": "2026-12-01T00:00:00+00:00", "gpu": "g", "outcome": "pass", "geomean_us": 1.0}, path)
+    proc = run_cli(["history", "--plot", str(tmp_path / name)], {"WORKSPACE_HISTORY": str(path)})
+    assert proc.returncode == 1 and message in one_sentence(proc.stderr)
+
+
+# ----------------------------------------------------------------------------- borderline, decided
+
+
+def test_a_field_given_twice_in_a_tests_line_is_refused_with_the_line(tmp_path):
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; B: 2; D: 4; S: 16; W: 4; seed: 1\n")
+    with open(tmp_path / "out.txt", "w") as out:
+        proc = run_eval(["test", str(tests)], {"POPCORN_FD": str(out.fileno())}, pass_fds=(out.fileno(),))
+    assert proc.returncode == harness.BAD_TESTS_FILE
+    assert "line 1 ('B: 1; B: 2; D: 4; S: 16; W: 4; seed: 1'): B is given twice" in one_sentence(proc.stderr)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_a_timeout_that_is_no_time_is_refused_as_an_option(value):
+    proc = run_eval(["test", "--timeout", value])
+    assert proc.returncode == harness.USAGE and "must be a number of seconds above 0" in proc.stderr
+    proc = run_cli(["test", "--timeout", value], {})
+    assert proc.returncode == 2 and "must be a number of seconds above 0" in proc.stderr
+
+
+def test_popcorn_exiting_3_with_an_error_is_failed_with_its_message(fake_popcorn):
+    env, _, tmp = fake_popcorn
+    (tmp / "err.txt").write_text("Submitting to leaderboard: causal_conv1d\nError: the runner is unavailable\n")
+    env.update(FAKE_OUTPUT=str(tmp / "err.txt"), FAKE_EXIT="3")
+    proc = run_cli(["submit", str(candidate(tmp))], env)
+    assert proc.returncode == 1 and "popcorn exited with 3, failed: Error: the runner is unavailable" in proc.stderr
+    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
+    assert entry["outcome"] == "failed" and entry["message"] == "Error: the runner is unavailable"
+
+
+def test_a_float64_output_passes_with_a_note_that_the_task_is_float32():
+    def float64_kernel(data):
+        return reference.ref_kernel(data).double()
+
+    outcome = harness.run_case("test", {"B": 1, "D": 4, "S": 16, "W": 4, "seed": 3}, float64_kernel, reference)
+    assert outcome.ok and any("torch.float64, not the task's float32" in note for note in outcome.notes)
