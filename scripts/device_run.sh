@@ -6,6 +6,8 @@
 #   pytest       the kernel's tests and the GPU-only harness tests on the GPU (PYTEST_K narrows or widens them)
 #   eval         eval.py both on submission.py
 #   runner       runner mode (POPCORN_FD, secret seed) on RUNNER_SUBMISSION: test, benchmark, leaderboard, profile
+#   leaderboard  runner mode, leaderboard only, published seeds, on RUNNER_SUBMISSION (beside judge's public score)
+#   judge        cli.py judge on RUNNER_SUBMISSION: the runner's whole chain, public and secret
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
 #   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through
@@ -45,6 +47,11 @@ print('capture probe: outside', submission._capturing(d), 'inside', inside, 'gra
               POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file --submission "$sub" 3>$res 2>&1 | tee -a "$LOG"
               echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; grep -v '\.report: ' $res | tee -a "$LOG"
             done;;
+    leaderboard) sub=${RUNNER_SUBMISSION:-submission.py}; res=$DEV/runner_leaderboard_public.txt
+            echo "### runner leaderboard (published seeds) $sub" | tee -a "$LOG"
+            POPCORN_FD=3 python3 eval.py leaderboard $DEV/benchmarks.txt --submission "$sub" 3>$res 2>&1 | tee -a "$LOG"
+            echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; tee -a "$LOG" < $res;;
+    judge) run python3 scripts/cli.py judge ${RUNNER_SUBMISSION:-submission.py} --json $DEV/judge.json;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
     tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;

@@ -1,0 +1,100 @@
+"""Variant: persistent programs that keep the next block's loads in flight while they compute and
+store the current one (issue 17, direction "keep a program's next loads in flight"; NOTES v8).
+
+A grid of PER_SM programs per SM (at most one per block) walks the blocks of BLOCK outputs with a
+stride of the grid. Each step issues the next block's loads (its groups and the groups before
+them, as submission.py loads them) before the current block's arithmetic and stores, so a program
+never waits for its own stores to start loading; and with a fixed grid there is no last partial
+wave. The price is two blocks' groups in registers at once. num_stages=1: the loads stay where
+they are written (no software pipelining into shared memory by the compiler).
+
+For W <= 5 (the left neighbours lie in the one group before); wider filters use submission.py's kernel.
+CONFIG_SPACE: (BLOCK, num_warps, PER_SM); PERSISTENT_TILE=BLOCK,WARPS,PER_SM overrides the default.
+"""
+import os
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+
+import eval as harness
+from task import input_t, output_t
+
+_base = harness.load_submission(Path(__file__).resolve().parent.parent / "submission.py", "submission_for_persistent")
+_columns, _add_taps = _base._columns, _base._add_taps
+PERSISTENT_TILE = tuple(int(v) for v in os.environ.get("PERSISTENT_TILE", "512,1,24").split(","))
+
+
+@triton.jit
+def _block_loads(x_ptr, block, chunks_per_row, S, total_blocks, lanes, BLOCK: tl.constexpr):
+    """The groups of one block and the groups before them (zeros past the row or past the last block)."""
+    row = block // chunks_per_row
+    t = (block - row * chunks_per_row) * BLOCK + lanes
+    x_row = x_ptr + row.to(tl.int64) * S
+    live = block < total_blocks
+    cur = tl.load(x_row + t, mask=live & (t < S), other=0.0)
+    prev = tl.load(x_row + t - 4, mask=live & (t >= 4) & (t - 4 < S), other=0.0)
+    return cur, prev
+
+
+@triton.jit
+def persistent_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row, total_blocks,
+                      W: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    N: tl.constexpr = BLOCK // 4
+    lanes = tl.arange(0, N)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    cur, prev = _block_loads(x_ptr, pid, chunks_per_row, S, total_blocks, lanes, BLOCK)
+    for block in range(pid, total_blocks, step):
+        nxt, nxt_prev = _block_loads(x_ptr, block + step, chunks_per_row, S, total_blocks, lanes, BLOCK)
+        row = block // chunks_per_row
+        t = (block - row * chunks_per_row) * BLOCK + lanes
+        d = row % D
+        w_row = w_ptr + d * W
+        c = _columns(cur)
+        p = _columns(prev)
+        o0 = tl.zeros([N], dtype=tl.float32) + tl.load(b_ptr + d)
+        o1 = o0
+        o2 = o0
+        o3 = o0
+        o0 = _add_taps(_add_taps(o0, c, w_row, W, 0, 0), p, w_row, W, 1, 0)
+        o1 = _add_taps(_add_taps(o1, c, w_row, W, 0, 1), p, w_row, W, 1, 1)
+        o2 = _add_taps(_add_taps(o2, c, w_row, W, 0, 2), p, w_row, W, 1, 2)
+        o3 = _add_taps(_add_taps(o3, c, w_row, W, 0, 3), p, w_row, W, 1, 3)
+        out = tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(N, 4)
+        tl.store(out_ptr + row.to(tl.int64) * S + t, out, mask=t < S)
+        cur = nxt
+        prev = nxt_prev
+
+
+CONFIG_SPACE = [(block, 1, per_sm) for block in (512, 1024) for per_sm in (8, 16, 24, 32)]
+
+
+def _sm_count(device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+
+
+def launch(x, weight, bias, out, block: int, num_warps: int, per_sm: int) -> None:
+    B, D, S = x.shape
+    chunks = triton.cdiv(S, block)
+    total = B * D * chunks
+    grid = min(total, per_sm * _sm_count(x.device))
+    persistent_kernel[(grid,)](x, weight, bias, out, D, S, chunks, total, W=weight.shape[1], BLOCK=block,
+                               num_warps=num_warps, num_stages=1)
+
+
+def custom_kernel(data: input_t) -> output_t:
+    _base._validate(data)
+    x, weight, bias = (t.contiguous() for t in data)
+    B, D, S = x.shape
+    W = weight.shape[1]
+    out = torch.empty_like(x)
+    if out.numel() == 0:
+        return out
+    block, warps, per_sm = PERSISTENT_TILE
+    if W > 5:
+        _base.launch(x, weight, bias, out, *_base.heuristic_config(B, D, S, W))
+    else:
+        launch(x, weight, bias, out, min(block, max(64, triton.next_power_of_2(S))), warps, per_sm)
+    return out
