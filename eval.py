@@ -799,6 +799,8 @@ class HumanReporter:
         if copy is not None and copy["mean"] > 0:
             line += f"  {stats['mean'] / copy['mean']:5.2f}x torch's copy ({copy['mean'] / 1e3:.2f} us)"
         self.say(line + wall)
+        for note in record["notes"]:
+            self._once(note, "         note: ")
 
     def end(self, run):
         if "geomean_us" in run:
