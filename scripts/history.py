@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from scripts import ROOT
+from scripts.remote import ranked_runs, utc_time
 
 # WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
 HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
@@ -244,18 +245,6 @@ def _us(value) -> str:
     return f"{value:.2f}" if isinstance(value, NUMBER) else "-"
 
 
-def utc_time(text) -> datetime.datetime | None:
-    """An ISO time as an aware datetime: one without an offset is taken as UTC (the server's and
-    popcorn's times are UTC). None where it does not read as a time."""
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
-
-
 def _iso_or_now(text) -> str:
     """The server's time, in UTC with its offset, where it reads as a time; else now: an entry must stay readable."""
     moment = utc_time(text)
@@ -278,10 +267,8 @@ def remote_entry(record: dict, source: str, mode: str | None = None, **extra) ->
 
 def submission_entry(submitted: dict) -> dict:
     """A submit through popcorn (leaderboard.submit's record): when, what, and what the server said."""
-    from scripts import remote
-
     record = submitted["parsed"]
-    return remote_entry(dict(record, runs=remote.ranked_runs(record), status=submitted["status"],
+    return remote_entry(dict(record, runs=ranked_runs(record), status=submitted["status"],
                              gpu=submitted["gpu"], time=now()), "popcorn",
                          submitted["mode"], file=workspace_path(submitted["file"]),
                          file_hash=file_hash(submitted["file"]), commit=git_commit(),

@@ -224,11 +224,7 @@ def parse_list(text: str, warn=lambda message: None) -> list[dict]:
 
 
 def _is_time(text: str) -> bool:
-    try:
-        datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return True
+    return utc_time(text) is not None
 
 
 _RUN = re.compile(r"^\s*- (\S+) on (\S+): (passed|failed) \(score: ([^)]*)\)( \[secret\])?")
@@ -330,12 +326,13 @@ def fetch_board(api_url: str, leaderboard: str, cli_id: str | None = None, timeo
     if board is None:
         raise RemoteError(f"the server at {api_url} lists no leaderboard named {leaderboard}.")
     gpus = board.get("gpu_types")
-    return {"name": leaderboard, "deadline": parse_deadline(board.get("deadline")),
+    return {"name": leaderboard, "deadline": utc_time(board.get("deadline")),
             "gpu_types": [str(g) for g in gpus] if isinstance(gpus, list) else None}
 
 
-def parse_deadline(text) -> datetime.datetime | None:
-    """An ISO 8601 date-time, with or without an offset (none means UTC), or None."""
+def utc_time(text) -> datetime.datetime | None:
+    """An ISO 8601 time as an aware datetime: one without an offset is UTC (the server's and popcorn's
+    times are UTC). None where it does not read as a time."""
     if not isinstance(text, str):
         return None
     try:

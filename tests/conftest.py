@@ -5,11 +5,15 @@ pyproject.toml puts the workspace root on the path. TRITON_INTERPRET must be set
 runs, so before any kernel module is imported. Helion's interpreter refuses to run beside Triton's,
 so Helion tests run in their own processes.
 """
+import contextlib
+import http.server
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -121,3 +125,31 @@ def candidate(tmp, body=GOOD_BODY, name="candidate.py"):
     path = tmp / name
     path.write_text(DIRECTIVES + body)
     return path
+
+
+@contextlib.contextmanager
+def json_server(answer):
+    """A server on 127.0.0.1 only, stopped on leaving: answer(path, cli_id) -> (status, JSON-able body).
+    Yields its URL and the list of (path, cli_id) it was asked."""
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("X-Popcorn-Cli-Id")))
+            status, body = answer(self.path, seen[-1][1])
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            if body is not None:
+                self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,7 +4,6 @@ One test per case of issue 16: each asserts the sentence and the exit code, and 
 used to lose data, that the history entry and the saved output exist afterwards.
 """
 import datetime
-import http.server
 import json
 import os
 import re
@@ -12,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 
 import eval as harness
 import reference
-from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, run_cli
+from conftest import ROOT, SAMPLES, candidate, json_server, run_cli
 from scripts import history, remote
 
 BINARY = b"\x00\xff\xfe binary \x80\n"
@@ -54,8 +52,9 @@ def test_popcorn_output_that_is_not_utf8_is_saved_raw_recorded_and_decoded_lenie
     assert Path(entry["output"]).read_bytes() == raw  # the bytes as popcorn printed them
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_sigterm_or_sighup_while_popcorn_waits_is_recorded_interrupted_with_the_id(fake_popcorn, signum):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_sigterm_or_sighup_while_popcorn_waits_is_recorded_interrupted_with_the_id(fake_popcorn, signum):
+    """Ctrl-C reaches the whole process group, as a terminal sends it; SIGTERM and SIGHUP the CLI alone."""
     env, record, tmp = fake_popcorn
     (tmp / "started.txt").write_text("Submission 556 accepted. Waiting for results...\n")
     env.update(FAKE_OUTPUT=str(tmp / "started.txt"), FAKE_SLEEP="600")
@@ -66,9 +65,13 @@ def test_sigterm_or_sighup_while_popcorn_waits_is_recorded_interrupted_with_the_
     while not record.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1.5)  # popcorn has printed its accepted line
-    proc.send_signal(signum)
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and f"interrupted ({signal.Signals(signum).name})" in err and "Traceback" not in err
+    assert proc.returncode == 130 and f"interrupted ({signal.Signals(signum).name})" in err
+    assert "Traceback" not in out + err
     entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
     assert entry["outcome"] == "interrupted" and entry["submission_id"] == 556
     assert "Submission 556 accepted" in Path(entry["output"]).read_text()
@@ -186,25 +189,14 @@ def test_history_bad_files_are_warnings_or_one_sentence(tmp_path, content):
 @pytest.fixture
 def odd_server():
     """A server on 127.0.0.1 whose ranking mixes types: a string, a string score, a string rank."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = [{"rank": 1, "user_name": "first", "submission_score": 1.0e-05}, "not a row", 7,
-                    {"rank": "2", "user_name": "second", "submission_score": "fast"}]
-            if self.path == "/leaderboards":
-                body = [{"name": "causal_conv1d", "deadline": 12345, "gpu_types": "B200_Nebius"}]
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path, cli_id):
+        if path == "/leaderboards":
+            return 200, [{"name": "causal_conv1d", "deadline": 12345, "gpu_types": "B200_Nebius"}]
+        return 200, [{"rank": 1, "user_name": "first", "submission_score": 1.0e-05}, "not a row", 7,
+                     {"rank": "2", "user_name": "second", "submission_score": "fast"}]
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with json_server(answer) as (url, _):
+        yield url
 
 
 def test_standings_with_a_url_that_is_not_one_or_a_server_of_mixed_types(odd_server, tmp_path):
@@ -230,7 +222,7 @@ def test_history_plot_after_a_submit_and_a_remote_show_compares_times_in_utc(fak
     env["FAKE_OUTPUT"] = str(SAMPLES / "submissions_show.txt")
     assert run_cli(["remote", "show", "31337"], env).returncode == 0
     entries = history.read_entries(Path(env["WORKSPACE_HISTORY"]))
-    assert len(entries) == 2 and all(history.utc_time(e["time"]).utcoffset() == datetime.timedelta(0) for e in entries)
+    assert len(entries) == 2 and all(remote.utc_time(e["time"]).utcoffset() == datetime.timedelta(0) for e in entries)
     # a line an older workspace wrote, its time without an offset, beside the new ones
     history.append_entry({"time": "2026-12-01T09:00:00", "gpu": "B200_Nebius", "outcome": "pass", "source": "remote",
                           "geomean_us": 11.0}, Path(env["WORKSPACE_HISTORY"]))

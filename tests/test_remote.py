@@ -3,21 +3,17 @@
 The samples in tests/samples follow ../shared/POPCORN.md: a popcorn-cli 1.3 success with public and
 secret scores, a 1.3 failure, an older text report, a `submissions list` and a `submissions show` page.
 """
-import http.server
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import textwrap
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, run_cli
+from conftest import GOOD_BODY, ROOT, SAMPLES, candidate, json_server, run_cli
 from scripts import history, leaderboard, remote
 
 def sample(name: str) -> str:
@@ -154,24 +150,6 @@ def test_nothing_to_read_is_recorded_as_no_score_found_with_the_saved_output(fak
     assert entry["outcome"] == "no score found" and entry["geomean_us"] is None and Path(entry["output"]).is_file()
 
 
-def test_ctrl_c_after_popcorn_started_records_an_interrupted_submission_with_its_id(fake_popcorn):
-    env, record, tmp = fake_popcorn
-    (tmp / "started.txt").write_text("Submission 555 accepted. Waiting for results...\n")
-    env.update(FAKE_OUTPUT=str(tmp / "started.txt"), FAKE_SLEEP="600")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "cli.py"), "submit", str(candidate(tmp))],
-                            cwd=ROOT, env=dict(os.environ, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while not record.exists() and time.monotonic() < deadline:  # popcorn was called: the preflight is over
-        time.sleep(0.2)
-    time.sleep(1.0)
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in out + err
-    entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
-    assert entry["outcome"] == "interrupted" and entry["submission_id"] == 555
-
-
 @pytest.mark.parametrize("body,message", [
     ("# keeps work on one stream\n" + GOOD_BODY, "contains 'stream'.*line 3: # keeps work on one stream"),
     ("import cupy\n" + GOOD_BODY, "imports cupy"),
@@ -235,29 +213,11 @@ RANKING = [{"submission_id": 9, "rank": 1, "submission_name": "a.py", "submissio
 @pytest.fixture
 def fake_server():
     """A KernelBot-like server on 127.0.0.1 answering the ranking, or 403 for one leaderboard path."""
-    seen = []
+    def answer(path, cli_id):
+        return (200, RANKING) if path.startswith("/submissions/causal_conv1d/B200_Nebius") else (403, None)
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            seen.append((self.path, self.headers.get("X-Popcorn-Cli-Id")))
-            if self.path.startswith("/submissions/causal_conv1d/B200_Nebius"):
-                body = json.dumps(RANKING).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body)
-            else:
-                self.send_response(403)
-                self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
+    with json_server(answer) as served:
+        yield served
 
 
 def test_standings_print_the_top_and_the_rank_our_best_would_take(fake_server, tmp_path):

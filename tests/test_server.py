@@ -2,18 +2,16 @@
 KernelGuard in the preflight, popcorn's newer answers and HTTP refusals, and the runner's chain run
 locally (`judge`). Fake servers listen on 127.0.0.1 only and stop with their test."""
 import datetime
-import http.server
 import json
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
 import eval as harness
 import reference
-from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, run_cli
+from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, json_server, run_cli
 from scripts import history, judge, leaderboard, remote
 
 HAS_KERNELGUARD = leaderboard.kernelguard_command() is not None
@@ -26,36 +24,20 @@ FUTURE = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days
 @pytest.fixture
 def board_server():
     """A KernelBot-like server on 127.0.0.1: /leaderboards with the deadline the test sets, and a ranking."""
-    state = {"deadline": PAST, "seen": []}
+    state = {"deadline": PAST}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            state["seen"].append((self.path, self.headers.get("X-Popcorn-Cli-Id")))
-            if self.path == "/leaderboards":
-                body = [{"id": 7, "name": "grayscale", "deadline": FUTURE, "gpu_types": ["H100"]},
-                        {"id": 9, "name": "causal_conv1d", "deadline": state["deadline"], "gpu_types": ["B200_Nebius"],
-                         "task": {}, "creator_id": 1, "forum_id": 2, "description": "", "visibility": "public"}]
-            elif self.path.startswith("/submissions/causal_conv1d/B200_Nebius"):
-                body = [{"rank": 1, "user_name": "first", "submission_score": 1.0e-05}]
-            else:
-                self.send_response(404)
-                self.end_headers()
-                return
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path, cli_id):
+        if path == "/leaderboards":
+            return 200, [{"id": 7, "name": "grayscale", "deadline": FUTURE, "gpu_types": ["H100"]},
+                         {"id": 9, "name": "causal_conv1d", "deadline": state["deadline"], "gpu_types": ["B200_Nebius"],
+                          "task": {}, "creator_id": 1, "forum_id": 2, "description": "", "visibility": "public"}]
+        if path.startswith("/submissions/causal_conv1d/B200_Nebius"):
+            return 200, [{"rank": 1, "user_name": "first", "submission_score": 1.0e-05}]
+        return 404, None
 
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    state["url"] = f"http://127.0.0.1:{server.server_address[1]}"
-    yield state
-    server.shutdown()
-    server.server_close()
+    with json_server(answer) as (url, seen):
+        state.update(url=url, seen=seen)
+        yield state
 
 
 # ----------------------------------------------------------------------------- the deadline, asked
@@ -100,11 +82,11 @@ def test_standings_print_the_deadline_and_call_a_closed_ranking_final(board_serv
 
 
 def test_a_deadline_without_an_offset_is_utc():
-    board = {"name": "causal_conv1d", "deadline": remote.parse_deadline("2026-03-15T01:00:00")}
+    board = {"name": "causal_conv1d", "deadline": remote.utc_time("2026-03-15T01:00:00")}
     assert board["deadline"] == datetime.datetime(2026, 3, 15, 1, tzinfo=datetime.timezone.utc)
     assert remote.deadline_passed(board, datetime.datetime(2026, 3, 15, 1, 0, 1, tzinfo=datetime.timezone.utc))
     assert not remote.deadline_passed(board, datetime.datetime(2026, 3, 15, 0, 59, tzinfo=datetime.timezone.utc))
-    assert remote.parse_deadline("soon") is None and remote.parse_deadline(None) is None
+    assert remote.utc_time("soon") is None and remote.utc_time(None) is None
 
 
 # ----------------------------------------------------------------------------- HTTP refusals popcorn relays
