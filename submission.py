@@ -211,35 +211,71 @@ def _graph_timer(device):
     return timed_us
 
 
-def _search(key, x, weight, bias, timer) -> tuple[int, int, str | None]:
-    """Time every candidate that compiles and matches the formula on this input; the fastest wins
-    if it beats the heuristic by more than TUNE_MARGIN."""
+def config_name(config) -> str:
+    """(BLOCK, num_warps, ptx_options) -> '1024/1', with the control file's name where one is applied."""
+    block, warps, ptx = config
+    return f"{block}/{warps}" + (f" {os.path.basename(ptx.split()[-1])}" if ptx else "")
+
+
+def _search(key, x, weight, bias, timer) -> dict:
+    """Time every candidate that builds and matches the formula on this input; the fastest wins if it
+    beats the heuristic by more than TUNE_MARGIN. Returns the record: the pick, each timed candidate's
+    microseconds, and each dropped candidate with why."""
     began = time.perf_counter()
     expected = _formula(x, weight, bias)
-    timings = []
+    timed, dropped = [], []
     for config in tune_candidates(*key[1:]):
-        if timings and time.perf_counter() - began > TUNE_BUDGET_S:
-            break
+        if timed and time.perf_counter() - began > TUNE_BUDGET_S:
+            dropped.append((config, "over the time budget"))
+            continue
         out = torch.full_like(x, math.nan)  # poisoned: an unwritten element fails the check
         try:
             launch(x, weight, bias, out, *config)
             if x.is_cuda:
                 torch.cuda.synchronize()
-            if not bool(((out - expected).abs() <= 1e-3 + 1e-3 * expected.abs()).all()):
-                continue
-            timings.append((timer(lambda: launch(x, weight, bias, out, *config)), config))
-        except Exception:  # a candidate that fails to compile or launch is dropped, never chosen
+        except Exception as error:  # a candidate that fails to compile or launch is dropped, never chosen
+            dropped.append((config, f"build error ({type(error).__name__})"))
             continue
-    pick = (*heuristic_config(*key[1:]), None)
-    if timings:
-        fastest_us, fastest = min(timings, key=lambda timed: timed[0])
-        heuristic_us = next((us for us, config in timings if config == pick), math.inf)
+        if not bool(((out - expected).abs() <= 1e-3 + 1e-3 * expected.abs()).all()):
+            dropped.append((config, "mismatch"))
+            continue
+        try:
+            timed.append((config, timer(lambda: launch(x, weight, bias, out, *config))))
+        except Exception as error:
+            dropped.append((config, f"timing error ({type(error).__name__})"))
+    heuristic = (*heuristic_config(*key[1:]), None)
+    record = {"key": key, "heuristic": heuristic, "pick": heuristic, "timed": timed, "dropped": dropped,
+              "acf_files": sorted(glob.glob(ACF_GLOB))}
+    if timed:
+        fastest, fastest_us = min(timed, key=lambda entry: entry[1])
+        heuristic_us = dict(timed).get(heuristic, math.inf)
         if fastest_us < heuristic_us * (1 - TUNE_MARGIN):  # within the margin, the heuristic stays
-            pick = fastest
-    print(f"causal_conv1d: {key[0]} {'x'.join(map(str, key[1:]))}: BLOCK={pick[0]} num_warps={pick[1]}"
-          f"{' ' + pick[2] if pick[2] else ''}, fastest of {len(timings)} timed in "
-          f"{time.perf_counter() - began:.1f} s", file=sys.stderr)
-    return pick
+            record["pick"] = fastest
+        record["fastest"], record["gain"] = fastest, (1 - fastest_us / heuristic_us if heuristic_us < math.inf else None)
+    record["seconds"] = time.perf_counter() - began
+    return record
+
+
+def pick_line(record: dict) -> str:
+    """The search's one line: the pick and why, what was timed and dropped, which control files were found."""
+    key, pick = record["key"], record["pick"]
+    if "fastest" not in record:
+        why = "the heuristic: no candidate could be timed"
+    elif record["gain"] is None:
+        why = f"the fastest; the heuristic {config_name(record['heuristic'])} was dropped"
+    elif pick != record["heuristic"]:
+        why = f"{record['gain']:.1%} faster than the heuristic {config_name(record['heuristic'])}"
+    elif record["fastest"] == pick:
+        why = "the heuristic, the fastest"
+    else:
+        why = (f"the heuristic: the fastest, {config_name(record['fastest'])}, was {record['gain']:.1%} faster, "
+               f"inside the {TUNE_MARGIN:.0%} margin")
+    dropped = ", ".join(f"{config_name(config)} ({reason})" for config, reason in record["dropped"]) or "none"
+    acf = ", ".join(os.path.basename(path) for path in record["acf_files"]) or "none found"
+    return (f"causal_conv1d: {key[0]} {'x'.join(map(str, key[1:]))}: BLOCK={pick[0]} num_warps={pick[1]}"
+            f"{' ' + pick[2] if pick[2] else ''} ({why}); {len(record['timed'])} of "
+            f"{len(record['timed']) + len(record['dropped'])} candidates timed in {record['seconds']:.1f} s; "
+            f"dropped: {dropped}; control files: {acf}")
 
 
 def searchable(x) -> bool | None:
@@ -263,8 +299,17 @@ def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
     if can_search is None:  # remembered, so later calls skip the probe
         _tuned[key] = (*heuristic_config(*key[1:]), None)
     elif can_search:
-        _tuned[key] = _search(key, x, weight, bias, _graph_timer(x.device))
+        record = _search(key, x, weight, bias, _graph_timer(x.device))
+        print(pick_line(record), file=sys.stderr)
+        _tuned[key] = record["pick"]
     return _tuned.get(key) or (*heuristic_config(*key[1:]), None)
+
+
+def tile_for(data) -> tuple[int, int]:
+    """The (BLOCK, num_warps) custom_kernel launches for this input, so tools can time a copy at the same tile."""
+    x, weight, bias = data
+    gpu = gpu_key(x.device.index or 0) if x.device.type == "cuda" else "cpu"
+    return choose(gpu, x, weight, bias)[:2]
 
 
 def _validate(data) -> None:

@@ -135,9 +135,10 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     impls = cmp.build_impls(listed)
+    ran = cmp.add_same_tile_copies(impls, cases)
     with click.progressbar(length=rounds * len(cases) * len(impls), label="timing", show_eta=True) as bar:
         raw = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
-    summary = cmp.summarize(raw, cases, {impl.name: impl.kind for impl in listed})
+    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()}, ran)
     device = harness.device_name()
     path = cmp.write_results(summary, cases, device, history.git_commit(), datetime.date.today().isoformat(),
                              out_dir or default_out("compare"))
@@ -154,7 +155,7 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
 @click.option("--rep-ms", default=50.0, show_default=True)
 @click.option("--dry-run", is_flag=True, help="show the new table and its diff, write nothing")
 def tune(shapes, rounds, rep_ms, dry_run):
-    """Sweep (BLOCK, num_warps) per shape on this GPU and write the winners that beat the heuristic."""
+    """Sweep (BLOCK, num_warps) per shape on this GPU and write the winners that beat the heuristic by its margin."""
     require_gpu("tune")
     from scripts import baselines, compare as cmp, configs, tune as tuner
 
@@ -163,12 +164,11 @@ def tune(shapes, rounds, rep_ms, dry_run):
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label=f"tuning on {gpu}") as bar:
         results = tuner.sweep(module, gpu, cases, module.CONFIG_SPACE, rep_ms, rounds, progress=bar.update)
-    best = tuner.best_configs(results)
     for shape, timings in results.items():
         ranked = sorted(timings.items(), key=lambda kv: kv[1])
         click.echo(f"{shape}: " + ", ".join(f"{cfg}={us:.2f}us" for cfg, us in ranked[:5]))
     old = SUBMISSION.read_text()
-    new = tuner.rewrite(old, module, gpu, best)
+    new = tuner.rewrite(old, module, gpu, results)
     click.echo(configs.diff(old, new, SUBMISSION.name) or "the table already holds the best configs")
     if dry_run or new == old:
         return
@@ -176,6 +176,39 @@ def tune(shapes, rounds, rep_ms, dry_run):
     if not ok:
         raise click.ClickException(f"the tuned file failed the correctness suite, so the old one was restored: {message}")
     click.echo("submission.py updated; the correctness suite passes")
+
+
+@cli.command(name="search-check")
+@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
+@click.option("--processes", default=3, show_default=True, type=click.IntRange(min=1),
+              help="fresh processes the search runs in, per case")
+@click.option("--rounds", default=ROUNDS, show_default=True, help="rounds of tune's sweep; the best time is kept")
+@click.option("--rep-ms", default=50.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="folder for search_check.json [default: results/runs/search_check/GPU]")
+def search_check(shapes, processes, rounds, rep_ms, out_dir):
+    """The first-call search in fresh processes beside a full sweep in the same call: same pick, near the best?"""
+    require_gpu("search-check")
+    from scripts import baselines, compare as cmp, search_check as checker
+
+    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    if module.CONFIGS:
+        click.echo(f"note: submission.py's table has {len(module.CONFIGS)} entries; the search runs only where none applies")
+    cases = cmp.resolve_cases(list(shapes))
+    with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label="sweeping") as bar:
+        try:
+            results = checker.check(cases, processes, rounds, rep_ms, progress=bar.update)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            raise click.ClickException(str(error))
+    out_dir = out_dir or default_out("search_check")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "search_check.json").write_text(json.dumps(
+        {"device": harness.device_name(), "commit": history.git_commit(), "date": datetime.date.today().isoformat(),
+         "processes": processes, "margin": module.TUNE_MARGIN, "cases": results}, indent=2))
+    for entry in results.values():
+        click.echo("\n".join(entry["lines"]))
+    click.echo(checker.format_table(results, module.TUNE_MARGIN))
+    click.echo(f"wrote {out_dir / 'search_check.json'}")
 
 
 @cli.command()

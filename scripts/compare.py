@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import eval as harness  # the leaderboard's timing
-from scripts import registry
+from scripts import baselines, registry
 
 SHAPE_SETS = {
     "large": ["4x2560x4096x4", "8x4096x8192x4"],
@@ -63,6 +63,29 @@ def check_impl(fn, args: dict) -> str:
     return ""
 
 
+def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
+    """{name: {case: (BLOCK, num_warps)}} for each of ours whose file has tile_for(data), the tile its
+    kernel launches there (after one call, so a first-call search has picked); a Triton copy at each
+    such tile joins `impls` (kind copy) unless one is there, so it is timed in the same rounds."""
+    import reference
+
+    ran = {}
+    for name, (kind, fn) in list(impls.items()):
+        tile_for = getattr(fn, "__globals__", {}).get("tile_for")
+        if kind not in registry.OURS or tile_for is None:
+            continue
+        for args in cases:
+            data = reference.generate_input(**args)
+            try:
+                fn(data)
+                tile = tuple(tile_for(data))
+            except Exception:  # its check reports the failure; no tile to set beside it
+                continue
+            ran.setdefault(name, {})[case_name(args)] = tile
+            impls.setdefault(baselines.copy_name(*tile), ("copy", baselines.triton_copy(*tile)))
+    return ran
+
+
 def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
     """{impl: {case: {"us": median, "rounds_us": [...]} or {"error": ...}}}."""
     import reference
@@ -97,8 +120,9 @@ def _ratios(per_case_us: dict, against: dict) -> dict:
     return {k: (v / against[k] if v and against.get(k) else None) for k, v in per_case_us.items()}
 
 
-def summarize(results: dict, cases: list[dict], kinds: dict) -> dict:
-    """The compare.json 'impls' block: kind, per-case microseconds, geomean, ratios to torch's copy and the floor.
+def summarize(results: dict, cases: list[dict], kinds: dict, ran: dict | None = None) -> dict:
+    """The compare.json 'impls' block: kind, per-case microseconds, geomean, ratios to torch's copy and the floor,
+    and for each of ours in `ran` (add_same_tile_copies) its time over the copy at the tile it ran.
     `kinds` maps each implementation's name to its registry kind."""
     leaderboard = [case_name(c.args) for c in harness.cases_from_task("benchmarks")]
     per_case = {name: {k: v.get("us") for k, v in entries.items()} for name, entries in results.items()}
@@ -120,10 +144,24 @@ def summarize(results: dict, cases: list[dict], kinds: dict) -> dict:
                        "vs_floor": g / geo(per_case[FLOOR]) if g and geo(per_case[FLOOR]) else None,
                        "per_case_vs_copy": _ratios(times, torch_copy),
                        "per_case_vs_floor": _ratios(times, per_case[FLOOR])}
+        same_tile = {}
+        for case, tile in (ran or {}).get(name, {}).items():
+            copy_us = per_case.get(baselines.copy_name(*tile), {}).get(case)
+            same_tile[case] = {"tile": list(tile), "copy_us": copy_us,
+                               "vs_same_tile_copy": times[case] / copy_us if times.get(case) and copy_us else None}
+        if same_tile:
+            impls[name]["same_tile"] = same_tile
         errors = {k: v["error"] for k, v in results.get(name, {}).items() if "error" in v}
         if errors:
             impls[name]["errors"] = errors
     return impls
+
+
+def _same_tile_cell(cell) -> str:
+    if not cell:
+        return "-"
+    tile = f"{cell['tile'][0]}/{cell['tile'][1]}"
+    return f"{tile} {cell['vs_same_tile_copy']:.3f}" if cell["vs_same_tile_copy"] else f"{tile} -"
 
 
 def format_table(impls: dict, cases: list[dict]) -> str:
@@ -147,6 +185,12 @@ def format_table(impls: dict, cases: list[dict]) -> str:
     lines.append("microseconds (in brackets: over the floor, the fastest copy of x of that case in this run); "
                  "geomean over the leaderboard cases; 'vs copy' and 'vs floor': geomean over torch's copy's and "
                  "the floor's")
+    ours = [(name, entry["same_tile"]) for name, entry in impls.items() if entry.get("same_tile")]
+    if ours:
+        lines.append("at the tile each ran, over a Triton copy at that tile (what the kernel pays over a copy):")
+        for name, same_tile in ours:
+            cells = "".join(f"{_same_tile_cell(same_tile.get(case)):>20}" for case in names)
+            lines.append(f"{name:<{width}}{cells}")
     errors = [f"  {name} {case}: {msg}" for name, e in impls.items() for case, msg in e.get("errors", {}).items()]
     if errors:
         lines.append("failed checks (not timed):")

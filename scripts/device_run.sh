@@ -12,6 +12,7 @@
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
 #   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through
 #   tune         cli.py tune --dry-run
+#   search       cli.py search-check: the first-call search in 3 fresh processes beside tune's sweep
 #   helion-tune  cli.py helion-tune (HELION_ARGS passed through)
 #   helion-eval  eval.py both on the Helion submission
 set -uo pipefail
@@ -56,6 +57,7 @@ print('capture probe: outside', submission._capturing(d), 'inside', inside, 'gra
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
     tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;
     tune) run python3 scripts/cli.py tune --dry-run;;
+    search) run python3 scripts/cli.py search-check --out $DEV/search_check ${SEARCH_ARGS:-};;
     helion-tune) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
     *) echo "### unknown step $step" | tee -a "$LOG";;

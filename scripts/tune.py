@@ -1,8 +1,8 @@
 """Sweep submission.py's (BLOCK, num_warps) per shape on this GPU and rewrite its config table.
 
 The submission's CONFIGS dict is the interface: a candidate is tried by setting its entry, so the
-first-call search stays out of the sweep. The table keeps only the shapes where the winner is not
-the heuristic's pick (scripts/configs.py rewrites it between its markers and nothing else).
+first-call search stays out of the sweep. The table keeps only the shapes where the winner beats the
+heuristic's pick by more than the submission's TUNE_MARGIN (scripts/configs.py rewrites it between its markers and nothing else).
 """
 import eval as harness
 from scripts import configs
@@ -31,19 +31,19 @@ def sweep(module, gpu: str, cases: list[dict], space, rep_ms: float, rounds: int
     return results
 
 
-def best_configs(results: dict) -> dict:
-    return {shape: min(timings, key=timings.get) for shape, timings in results.items()}
-
-
-def table_changes(module, gpu: str, best: dict) -> tuple[dict, list]:
-    """(entries to set, keys to drop): a winner equal to the heuristic needs no entry."""
+def table_changes(module, gpu: str, results: dict) -> tuple[dict, list]:
+    """(entries to set, keys to drop). A shape gets an entry only when its winner beats the heuristic by
+    more than the submission's TUNE_MARGIN, the margin its first-call search holds a candidate to;
+    otherwise the heuristic serves it and any old entry goes."""
     updates, remove = {}, []
-    for shape, config in best.items():
+    for shape, timings in results.items():
         key = (gpu, *shape)
-        if tuple(config) == tuple(module.heuristic_config(*shape)):
+        best = min(timings, key=timings.get)
+        heuristic_us = timings.get(tuple(module.heuristic_config(*shape)))
+        if heuristic_us is not None and timings[best] >= heuristic_us * (1 - module.TUNE_MARGIN):
             remove.append(key)
         else:
-            updates[key] = tuple(config)
+            updates[key] = tuple(best)
     return updates, remove
 
 
@@ -60,6 +60,6 @@ def apply_safely(path, new_text: str, check) -> tuple[bool, str]:
     return ok, message
 
 
-def rewrite(text: str, module, gpu: str, best: dict) -> str:
-    updates, remove = table_changes(module, gpu, best)
+def rewrite(text: str, module, gpu: str, results: dict) -> str:
+    updates, remove = table_changes(module, gpu, results)
     return configs.rewrite(text, updates, remove)

@@ -186,19 +186,21 @@ def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch
     before = dict(module.CONFIGS)
     results = tune.sweep(module, "cpu", [cmp.parse_shape("1x2x40x4")], [(64, 1), (128, 1)], rep_ms=1)
     assert module.CONFIGS == before  # the sweep leaves the table as it found it
-    best = tune.best_configs(results)
-    assert set(results[(1, 2, 40, 4)]) == {(64, 1), (128, 1)} and best[(1, 2, 40, 4)] in {(64, 1), (128, 1)}
+    assert set(results[(1, 2, 40, 4)]) == {(64, 1), (128, 1)}
 
     old = copy.read_text()
     heuristic = module.heuristic_config(1, 1536, 2048, 4)
-    new = tune.rewrite(old, module, "h200", {(1, 1536, 2048, 4): (512, 2), (7, 7, 7, 7): (256, 1)})
+    margin = module.TUNE_MARGIN
+    wins = {(1, 1536, 2048, 4): {heuristic: 10.0, (512, 2): 10.0 * (1 - 2 * margin)},
+            (7, 7, 7, 7): {(256, 1): 5.0}}  # 7x7x7's heuristic was not timed: its winner is kept
+    new = tune.rewrite(old, module, "h200", wins)
     assert configs.read_table(new)[1] == {**configs.read_table(old)[1], ("h200", 1, 1536, 2048, 4): (512, 2),
                                           ("h200", 7, 7, 7, 7): (256, 1)}
     assert "+    ('h200', 7, 7, 7, 7): (256, 1)," in configs.diff(old, new, "submission.py")
     assert old.split(configs.BEGIN)[0] == new.split(configs.BEGIN)[0]  # nothing outside the markers moves
     assert old.split(configs.END)[1] == new.split(configs.END)[1]
-    back = tune.rewrite(new, module, "h200", {(1, 1536, 2048, 4): heuristic})
-    assert ("h200", 1, 1536, 2048, 4) not in configs.read_table(back)[1]  # the heuristic's win needs no entry
+    back = tune.rewrite(new, module, "h200", {(1, 1536, 2048, 4): {heuristic: 10.0, (512, 2): 9.95}})
+    assert ("h200", 1, 1536, 2048, 4) not in configs.read_table(back)[1]  # a win inside the margin needs no entry
 
     ok, _ = tune.apply_safely(copy, new, lambda p: (False, "a test fails"))
     assert not ok and copy.read_text() == old  # restored
@@ -234,10 +236,16 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
     assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8"} <= set(impls)
     cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
+    ran = cmp.add_same_tile_copies(impls, cases)
+    assert ran == {"submission": {"1x3x40": (64, 1), "2x2x33/W3": (64, 1)}}  # the wrong variant says no tile
+    assert impls["triton_copy_64_1"][0] == "copy"  # the copy at the submission's tile is timed beside it
     ticks = []
     raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
     assert len(ticks) == 2 * len(cases) * len(impls)
-    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()})
+    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()}, ran)
+    same = summary["submission"]["same_tile"]["1x3x40"]
+    assert same["tile"] == [64, 1] and same["copy_us"] == summary["triton_copy_64_1"]["per_case_us"]["1x3x40"]
+    assert same["vs_same_tile_copy"] == summary["submission"]["per_case_us"]["1x3x40"] / same["copy_us"]
     assert summary["wrong_variant"]["kind"] == "variant" and summary["triton_copy_1024_1"]["kind"] == "copy"
     assert len(raw["submission"]["1x3x40"]["rounds_us"]) == 2
     assert "1x3x40" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40"]
@@ -247,6 +255,8 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     assert ratio == summary["submission"]["per_case_us"]["1x3x40"] / summary["floor"]["per_case_us"]["1x3x40"]
     table = cmp.format_table(summary, cases)
     assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table and "vs floor" in table
+    same_tile_row = next(line for line in table.splitlines() if line.startswith("submission") and "64/1" in line)
+    assert f"64/1 {same['vs_same_tile_copy']:.3f}" in same_tile_row
     path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out")
     data = json.loads(path.read_text())
     assert data["commit"] == "abc1234" and "submission" in data["impls"] and "copy" in data["impls"]

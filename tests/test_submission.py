@@ -153,10 +153,46 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
         timed.append(run)
         return {0: 5.0, 1: 3.0}.get(len(timed) - 1, 0.1)
 
-    pick = submission._search(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
-    assert pick == (128, 1, None) and len(timed) == 2  # the heuristic (512, 1) and 128; 48 and 256 dropped
-    line = capsys.readouterr().err.strip().splitlines()
-    assert len(line) == 1 and line[0].startswith("causal_conv1d: cpu 1x3x300x4: BLOCK=128 num_warps=1")
+    record = submission._search(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
+    assert record["pick"] == (128, 1, None) and len(timed) == 2  # the heuristic (512, 1) and 128; 48 and 256 dropped
+    assert [config for config, _ in record["timed"]] == [(512, 1, None), (128, 1, None)]
+    reasons = dict(record["dropped"])
+    assert reasons[(256, 1, None)] == "mismatch" and reasons[(48, 1, None)].startswith("build error (")
+    line = submission.pick_line(record)
+    assert line.startswith("causal_conv1d: cpu 1x3x300x4: BLOCK=128 num_warps=1 (40.0% faster than the heuristic 512/1)")
+    assert "2 of 4 candidates timed" in line and "256/1 (mismatch)" in line and "48/1 (build error (" in line
+
+
+def _record(timed, dropped=(), acf=()):
+    heuristic = (1024, 1, None)
+    record = {"key": ("h100", 1, 2560, 2048, 4), "heuristic": heuristic, "pick": heuristic, "timed": list(timed),
+              "dropped": list(dropped), "acf_files": list(acf), "seconds": 1.25}
+    if timed:
+        fastest, fastest_us = min(timed, key=lambda entry: entry[1])
+        us = dict(timed)
+        record["fastest"] = fastest
+        record["gain"] = 1 - fastest_us / us[heuristic] if heuristic in us else None
+        if heuristic not in us or fastest_us < us[heuristic] * (1 - submission.TUNE_MARGIN):
+            record["pick"] = fastest
+    return record
+
+
+@pytest.mark.parametrize("timed,dropped,acf,says", [
+    ([((1024, 1, None), 10.0), ((2048, 4, None), 9.96)], [], [],
+     "BLOCK=1024 num_warps=1 (the heuristic: the fastest, 2048/4, was 0.4% faster, inside the 1% margin); "
+     "2 of 2 candidates timed in 1.2 s; dropped: none; control files: none found"),
+    ([((1024, 1, None), 10.0), ((1024, 1, "--apply-controls /opt/booster_pack/a.acf"), 9.5)], [], ["/opt/booster_pack/a.acf"],
+     "BLOCK=1024 num_warps=1 --apply-controls /opt/booster_pack/a.acf (5.0% faster than the heuristic 1024/1); "
+     "2 of 2 candidates timed in 1.2 s; dropped: none; control files: a.acf"),
+    ([((2048, 2, None), 10.0)], [((1024, 1, None), "build error (RuntimeError)")], [],
+     "BLOCK=2048 num_warps=2 (the fastest; the heuristic 1024/1 was dropped); 1 of 2 candidates timed in 1.2 s; "
+     "dropped: 1024/1 (build error (RuntimeError))"),
+    ([], [((1024, 1, None), "mismatch")], [],
+     "BLOCK=1024 num_warps=1 (the heuristic: no candidate could be timed); 0 of 1 candidates timed"),
+], ids=["inside-margin", "acf-wins", "heuristic-dropped", "nothing-timed"])
+def test_the_pick_line_says_why_what_was_timed_and_dropped_and_which_control_files(timed, dropped, acf, says):
+    line = submission.pick_line(_record(timed, dropped, acf))
+    assert line.startswith("causal_conv1d: h100 1x2560x2048x4: ") and says in line, line
 
 
 def test_the_pick_is_kept_for_the_process_and_the_search_can_be_switched_off(monkeypatch):
@@ -165,7 +201,7 @@ def test_the_pick_is_kept_for_the_process_and_the_search_can_be_switched_off(mon
     monkeypatch.setattr(submission, "_tuned", {})
     monkeypatch.setattr(submission, "searchable", lambda x: True)
     monkeypatch.setattr(submission, "_graph_timer", lambda device: None)
-    monkeypatch.setattr(submission, "_search", lambda key, *a: searched.append(key) or (128, 1, None))
+    monkeypatch.setattr(submission, "_search", lambda key, *a: searched.append(key) or _record([((128, 1, None), 1.0)]))
     assert submission.choose("cpu", x, weight, bias) == (128, 1, None)
     assert submission.choose("cpu", x, weight, bias) == (128, 1, None)
     assert len(searched) == 1  # once per (GPU, shape); only the config is kept
@@ -245,5 +281,6 @@ def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch
         calls.append(run)
         return list(just_faster.values())[len(calls) - 1]
 
-    assert submission._search(("cpu", 1, 2, 300, 4), x, weight, bias, timer) == (*heuristic, None)
-    assert len(calls) == 2
+    record = submission._search(("cpu", 1, 2, 300, 4), x, weight, bias, timer)
+    assert record["pick"] == (*heuristic, None) and record["fastest"] == (128, 1, None) and len(calls) == 2
+    assert "inside the 1% margin" in submission.pick_line(record)

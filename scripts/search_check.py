@@ -1,0 +1,100 @@
+"""Does the submission's first-call search pick well, and the same way each time, on this GPU?
+
+On the runner the search runs once per process, with the config table empty for a GPU nobody here
+has measured. So for each case the search runs as that first call would, in several fresh
+processes, and in this process tune's sweep times every tile the kernel is built for under the
+runner's timing. The search holds on a case when every process picked the same config and that
+config is within the submission's TUNE_MARGIN of the sweep's best.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from scripts import ROOT, SUBMISSION
+
+# The child: the search on one case's input, as submission.choose runs it on a first call; its record on stdout.
+_CHILD = """
+import json, sys
+from scripts import search_check
+print(json.dumps(search_check.search_once(json.loads(sys.argv[1]))))
+"""
+
+
+def search_once(args: dict) -> dict:
+    """The submission's search on the input generate_input(**args), in this process: its record, as JSON data."""
+    import reference
+    from scripts import baselines
+
+    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    x, weight, bias = reference.generate_input(**args)
+    key = (module.gpu_key(x.device.index or 0), *x.shape, weight.shape[1])
+    record = module._search(key, x, weight, bias, module._graph_timer(x.device))
+    return {"pick": list(record["pick"]), "line": module.pick_line(record),
+            "timed": [[list(config), us] for config, us in record["timed"]],
+            "dropped": [[list(config), reason] for config, reason in record["dropped"]],
+            "acf_files": record["acf_files"], "seconds": record["seconds"]}
+
+
+def fresh_searches(args: dict, processes: int, switch: str, timeout_s: float = 300) -> list[dict]:
+    """The search's record from each of `processes` new Python processes, with the environment variable
+    `switch` (the submission's TUNE_ENV) unset, as on the runner; RuntimeError naming a process that failed."""
+    env = {name: value for name, value in os.environ.items() if name != switch}
+    records = []
+    for index in range(processes):
+        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(args)], cwd=ROOT, env=env, timeout=timeout_s,
+                              capture_output=True, text=True, errors="replace")
+        lines = proc.stdout.strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the search's process {index + 1} of {processes} failed (exit {proc.returncode}): {tail}")
+        records.append(json.loads(lines[-1]))
+    return records
+
+
+def verdict(picks: list, sweep_us: dict, margin: float) -> dict:
+    """picks: each process's (BLOCK, num_warps, ptx_options); sweep_us: {(BLOCK, num_warps): us}.
+    Whether they agree, each pick's time over the sweep's best (None for a pick the sweep cannot time:
+    a control file), and whether the search holds."""
+    best = min(sweep_us, key=sweep_us.get)
+    ratios = [sweep_us[tuple(p[:2])] / sweep_us[best] if not p[2] and tuple(p[:2]) in sweep_us else None
+              for p in picks]
+    agree = len({tuple(p) for p in picks}) == 1
+    return {"picks": [list(p) for p in picks], "agree": agree, "sweep_best": list(best),
+            "sweep_best_us": sweep_us[best], "pick_vs_sweep_best": ratios,
+            "holds": agree and all(r is not None and r <= 1 + margin for r in ratios)}
+
+
+def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progress=None) -> dict:
+    """{case: verdict plus the processes' pick lines and the sweep}: the searches first, then the sweep."""
+    from scripts import baselines, compare, tune
+
+    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    gpu = module.gpu_key(0)
+    results = {}
+    for args in cases:
+        records = fresh_searches(args, processes, module.TUNE_ENV)
+        sweep = tune.sweep(module, gpu, [args], module.CONFIG_SPACE, rep_ms, rounds, progress)
+        sweep_us = next(iter(sweep.values()))
+        entry = verdict([record["pick"] for record in records], sweep_us, module.TUNE_MARGIN)
+        entry["lines"] = [record["line"] for record in records]
+        entry["sweep_us"] = {f"{b}/{w}": us for (b, w), us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
+        results[compare.case_name(args)] = entry
+    return results
+
+
+def _tile(config) -> str:
+    return f"{config[0]}/{config[1]}" + (" +acf" if len(config) > 2 and config[2] else "")
+
+
+def format_table(results: dict, margin: float) -> str:
+    lines = [f"{'case':<16}{'picks (one a process)':<34}{'sweep best':>12}{'pick / best':>14}  verdict"]
+    for case, entry in results.items():
+        picks = ", ".join(_tile(p) for p in entry["picks"])
+        ratios = ", ".join(f"{r:.3f}" if r else "-" for r in entry["pick_vs_sweep_best"])
+        why = ("holds" if entry["holds"] else
+               "MISSED: the processes disagree" if not entry["agree"] else f"MISSED: over {1 + margin:.2f}x the best")
+        lines.append(f"{case:<16}{picks:<34}{_tile(entry['sweep_best']):>12}{ratios:>14}  {why}")
+    lines.append(f"the search holds on a case when every process picked the same config and it is within "
+                 f"{margin:.0%} of the sweep's best (the runner's timing, same call)")
+    return "\n".join(lines)

@@ -1,0 +1,39 @@
+"""search-check's bookkeeping on the CPU: the verdict, and fresh processes that fail or answer."""
+import json
+
+import pytest
+
+import submission
+from scripts import search_check
+
+SWEEP = {(1024, 1): 10.0, (2048, 4): 9.95, (4096, 8): 10.3}
+
+
+@pytest.mark.parametrize("picks,agree,holds", [
+    ([(1024, 1, None)] * 3, True, True),  # the heuristic, 0.5% off the best: inside a 1% margin
+    ([(4096, 8, None)] * 3, True, False),  # the same pick each time, 3.5% off the best
+    ([(1024, 1, None), (2048, 4, None), (1024, 1, None)], False, False),  # the processes disagree
+    ([(1024, 1, "--apply-controls /opt/booster_pack/a.acf")] * 3, True, False),  # the sweep cannot time a control file
+], ids=["heuristic-in-margin", "stable-but-slow", "disagree", "control-file"])
+def test_verdict(picks, agree, holds):
+    entry = search_check.verdict(picks, SWEEP, margin=0.01)
+    assert entry["agree"] is agree and entry["holds"] is holds
+    assert entry["sweep_best"] == [2048, 4] and entry["sweep_best_us"] == 9.95
+    if picks[0][2] is None:
+        assert entry["pick_vs_sweep_best"][0] == pytest.approx(SWEEP[picks[0][:2]] / 9.95)
+    table = search_check.format_table({"1x2560x2048": entry}, 0.01)
+    assert ("holds" if holds else "MISSED") in table.splitlines()[1]
+
+
+def test_fresh_searches_read_each_process_and_name_the_one_that_fails(monkeypatch):
+    monkeypatch.setattr(search_check, "_CHILD", "import json, sys; print('noise'); print(json.dumps({'pick': json.loads(sys.argv[1])['B']}))")
+    assert search_check.fresh_searches({"B": 3}, 2, submission.TUNE_ENV) == [{"pick": 3}, {"pick": 3}]
+    monkeypatch.setattr(search_check, "_CHILD", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)")
+    with pytest.raises(RuntimeError, match=r"process 1 of 2 failed \(exit 3\): boom"):
+        search_check.fresh_searches({"B": 3}, 2, submission.TUNE_ENV)
+
+
+def test_the_child_runs_with_the_search_switched_on(monkeypatch):
+    monkeypatch.setenv(submission.TUNE_ENV, "0")
+    monkeypatch.setattr(search_check, "_CHILD", f"import json, os; print(json.dumps(os.environ.get('{submission.TUNE_ENV}')))")
+    assert search_check.fresh_searches({}, 1, submission.TUNE_ENV) == [None]
