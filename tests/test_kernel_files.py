@@ -51,3 +51,30 @@ def test_every_kernel_file_passes_the_task_tests(path):
                           capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("[pass]") == 5
+
+
+TILED = [path for path in KERNEL_FILES if not uses_helion(path) and "CONFIG_SPACE" in path.read_text()]
+# Rows that do not fill a tile, S not a multiple of any BLOCK (and, for TMA, of 4: its fallback), D*B odd, W 2 to 8.
+ODD_SHAPES = [(1, 3, 300, 4), (2, 5, 36, 3), (1, 3, 37, 4), (1, 2, 64, 8)]
+
+
+@pytest.mark.parametrize("path", TILED, ids=[str(p.relative_to(ROOT)) for p in TILED])
+def test_every_config_of_a_tiled_kernel_is_right_on_odd_shapes(path):
+    """`tiles` and `tune` launch every config in CONFIG_SPACE; each must compute the task, not just the default.
+    A file whose launch() serves only some inputs says which with launch_serves(x, weight, out)."""
+    import torch
+
+    from conftest import conv_float64, make_inputs
+
+    module = harness.load_submission(path, f"tiled_{path.stem}")
+    for B, D, S, W in ODD_SHAPES:
+        x, weight, bias = make_inputs(B, D, S, W, seed=S)
+        expected = conv_float64(x, weight, bias)
+        for config in module.CONFIG_SPACE:
+            out = torch.full_like(x, float("nan"))
+            if getattr(module, "launch_serves", lambda x, weight, out: True)(x, weight, out):
+                module.launch(x, weight, bias, out, *config)
+            else:
+                out = module.custom_kernel((x, weight, bias))
+            torch.testing.assert_close(out.double().cpu(), expected, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"{path.name} {config} on {B}x{D}x{S}x{W}: {m}")

@@ -82,8 +82,8 @@ def _sm_count(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
 
 
-def staging_fits(x, out) -> bool:
-    """Whether tensor descriptors can read x and write out: 16-byte aligned rows and base addresses."""
+def launch_serves(x, weight, out) -> bool:
+    """Whether launch() can take this input: tensor descriptors need 16-byte aligned rows and base addresses."""
     return x.shape[-1] % 4 == 0 and x.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
 
 
@@ -106,7 +106,7 @@ def custom_kernel(data: input_t) -> output_t:
     out = torch.empty_like(x)
     if out.numel() == 0:
         return out
-    if staging_fits(x, out):
+    if launch_serves(x, weight, out):
         launch(x, weight, bias, out, *TMA_TILE)
     else:
         _base.launch(x, weight, bias, out, *_base.heuristic_config(B, D, S, weight.shape[1]))
