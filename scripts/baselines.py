@@ -32,6 +32,48 @@ def triton_copy(block: int, num_warps: int):
     return copy
 
 
+@triton.jit
+def _tma_copy_kernel(src_desc, dst_desc, chunks_per_row, n_tiles, R: tl.constexpr, BLOCK: tl.constexpr,
+                     NUM_STAGES: tl.constexpr):
+    for tile in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=NUM_STAGES):
+        row_block = tile // chunks_per_row
+        col = (tile - row_block * chunks_per_row) * BLOCK
+        dst_desc.store([row_block * R, col], src_desc.load([row_block * R, col]))
+
+
+# (R rows, BLOCK columns a tile, num_warps, num_stages, programs a SM) of the TMA copies: tma_staged's
+# fastest configs on the H200 (NOTES v9), so its cost splits into the copy engine's and its own.
+TMA_COPY_TILES = [(2, 256, 1, 3, 16), (4, 256, 2, 3, 8)]
+
+
+def tma_copy(rows: int, block: int, num_warps: int, num_stages: int, per_sm: int):
+    """A copy of x through the bulk tensor copy engine: tiles of rows x block read into shared memory by
+    tensor descriptors in a pipelined persistent loop and written back the same way. Where descriptors
+    cannot take x (rows not 16-byte aligned), the plain Triton copy of the same elements a program."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    def copy(data):
+        x = data[0]
+        out = torch.empty_like(x)
+        S = x.shape[-1]
+        if S % 4 or x.data_ptr() % 16 or out.data_ptr() % 16:
+            return triton_copy(rows * block, num_warps)(data)
+        rows_all = x.numel() // S
+        width = min(block, max(16, triton.next_power_of_2(S)))
+        descs = [TensorDescriptor.from_tensor(t.view(rows_all, S), [rows, width]) for t in (x, out)]
+        chunks = triton.cdiv(S, width)
+        n_tiles = triton.cdiv(rows_all, rows) * chunks
+        programs = per_sm * (torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4)
+        _tma_copy_kernel[(min(n_tiles, programs),)](*descs, chunks, n_tiles, R=rows, BLOCK=width,
+                                                     NUM_STAGES=num_stages, num_warps=num_warps)
+        return out
+    return copy
+
+
+def tma_copy_name(rows: int, block: int, num_warps: int, num_stages: int, per_sm: int) -> str:
+    return f"tma_copy_{rows}x{block}_{num_warps}w_{num_stages}s_{per_sm}sm"
+
+
 def copy_name(block: int, num_warps: int) -> str:
     return f"triton_copy_{block}_{num_warps}"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One device call: check and time everything; the log and a tarball of results/device under $OUT.
+# One device call: check and time everything; the log and a tarball of results/device under $OUT (both
+# rewritten after every step, so a call cut short by its time limit still brings back the steps that finished).
 # Usage on the device: bash scripts/device_run.sh [STEP ...]
 # Steps, run in the order given (default: env pytest eval runner compare):
 #   env          the GPU, versions, and whether this torch can tell a CUDA-graph capture
@@ -62,5 +63,5 @@ print('capture probe: outside', submission._capturing(d), 'inside', inside, 'gra
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
     *) echo "### unknown step $step" | tee -a "$LOG";;
   esac
+  tar czf "$OUT/device.tgz" $DEV  # after every step, so a call cut short still brings back what finished
 done
-tar czf "$OUT/device.tgz" $DEV

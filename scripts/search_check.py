@@ -88,13 +88,13 @@ def _tile(config) -> str:
 
 
 def format_table(results: dict, margin: float) -> str:
-    lines = [f"{'case':<16}{'picks (one a process)':<34}{'sweep best':>12}{'pick / best':>14}  verdict"]
+    lines = [f"{'case':<16}{'picks (one a process)':<34}{'sweep best':<12}{'pick / best':<24}verdict"]
     for case, entry in results.items():
         picks = ", ".join(_tile(p) for p in entry["picks"])
         ratios = ", ".join(f"{r:.3f}" if r else "-" for r in entry["pick_vs_sweep_best"])
         why = ("holds" if entry["holds"] else
                "MISSED: the processes disagree" if not entry["agree"] else f"MISSED: over {1 + margin:.2f}x the best")
-        lines.append(f"{case:<16}{picks:<34}{_tile(entry['sweep_best']):>12}{ratios:>14}  {why}")
+        lines.append(f"{case:<16}{picks:<34}{_tile(entry['sweep_best']):<12}{ratios:<24}{why}")
     lines.append(f"the search holds on a case when every process picked the same config and it is within "
                  f"{margin:.0%} of the sweep's best (the runner's timing, same call)")
     return "\n".join(lines)

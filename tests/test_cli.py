@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 import eval as harness
@@ -234,7 +235,8 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     wrong.write_text("import torch\ndef custom_kernel(data):\n    return torch.zeros_like(data[0])\n")
     impls = cmp.build_impls(registry.for_compare(ROOT / "submission.py", [wrong]))
     impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
-    assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8"} <= set(impls)
+    assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8",
+            "tma_copy_2x256_1w_3s_16sm"} <= set(impls)
     cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
     ran = cmp.add_same_tile_copies(impls, cases)
     assert ran == {"submission": {"1x3x40": (64, 1), "2x2x33/W3": (64, 1)}}  # the wrong variant says no tile
@@ -260,6 +262,17 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out")
     data = json.loads(path.read_text())
     assert data["commit"] == "abc1234" and "submission" in data["impls"] and "copy" in data["impls"]
+
+
+@pytest.mark.parametrize("shape", ["2x3x40", "1x5x300", "2x2x33"], ids=["aligned", "several-tiles", "unaligned-rows"])
+def test_every_copy_returns_x_exactly(shape):
+    """The floor is the fastest copy: each copy must move every byte of x, through TMA or not."""
+    import reference
+
+    data = reference.generate_input(**cmp.parse_shape(shape))
+    for impl in registry.copies():
+        out = impl.make()(data)
+        assert out.data_ptr() != data[0].data_ptr() and torch.equal(out, data[0]), impl.name
 
 
 @pytest.mark.parametrize("text,expected", [
