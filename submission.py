@@ -264,11 +264,11 @@ def pick_line(record: dict) -> str:
     elif record["gain"] is None:
         why = f"the fastest; the heuristic {config_name(record['heuristic'])} was dropped"
     elif pick != record["heuristic"]:
-        why = f"{record['gain']:.1%} faster than the heuristic {config_name(record['heuristic'])}"
+        why = f"{record['gain']:.2%} faster than the heuristic {config_name(record['heuristic'])}"
     elif record["fastest"] == pick:
         why = "the heuristic, the fastest"
     else:
-        why = (f"the heuristic: the fastest, {config_name(record['fastest'])}, was {record['gain']:.1%} faster, "
+        why = (f"the heuristic: the fastest, {config_name(record['fastest'])}, was {record['gain']:.2%} faster, "
                f"inside the {TUNE_MARGIN:.0%} margin")
     dropped = ", ".join(f"{config_name(config)} ({reason})" for config, reason in record["dropped"]) or "none"
     acf = ", ".join(os.path.basename(path) for path in record["acf_files"]) or "none found"

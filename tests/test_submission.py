@@ -159,7 +159,7 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     reasons = dict(record["dropped"])
     assert reasons[(256, 1, None)] == "mismatch" and reasons[(48, 1, None)].startswith("build error (")
     line = submission.pick_line(record)
-    assert line.startswith("causal_conv1d: cpu 1x3x300x4: BLOCK=128 num_warps=1 (40.0% faster than the heuristic 512/1)")
+    assert line.startswith("causal_conv1d: cpu 1x3x300x4: BLOCK=128 num_warps=1 (40.00% faster than the heuristic 512/1)")
     assert "2 of 4 candidates timed" in line and "256/1 (mismatch)" in line and "48/1 (build error (" in line
 
 
@@ -179,10 +179,10 @@ def _record(timed, dropped=(), acf=()):
 
 @pytest.mark.parametrize("timed,dropped,acf,says", [
     ([((1024, 1, None), 10.0), ((2048, 4, None), 9.96)], [], [],
-     "BLOCK=1024 num_warps=1 (the heuristic: the fastest, 2048/4, was 0.4% faster, inside the 1% margin); "
+     "BLOCK=1024 num_warps=1 (the heuristic: the fastest, 2048/4, was 0.40% faster, inside the 1% margin); "
      "2 of 2 candidates timed in 1.2 s; dropped: none; control files: none found"),
     ([((1024, 1, None), 10.0), ((1024, 1, "--apply-controls /opt/booster_pack/a.acf"), 9.5)], [], ["/opt/booster_pack/a.acf"],
-     "BLOCK=1024 num_warps=1 --apply-controls /opt/booster_pack/a.acf (5.0% faster than the heuristic 1024/1); "
+     "BLOCK=1024 num_warps=1 --apply-controls /opt/booster_pack/a.acf (5.00% faster than the heuristic 1024/1); "
      "2 of 2 candidates timed in 1.2 s; dropped: none; control files: a.acf"),
     ([((2048, 2, None), 10.0)], [((1024, 1, None), "build error (RuntimeError)")], [],
      "BLOCK=2048 num_warps=2 (the fastest; the heuristic 1024/1 was dropped); 1 of 2 candidates timed in 1.2 s; "
