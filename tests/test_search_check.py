@@ -1,6 +1,4 @@
 """search-check's bookkeeping on the CPU: the verdict, and fresh processes that fail or answer."""
-import json
-
 import pytest
 
 import submission

@@ -14,34 +14,15 @@ of groups per load. OWNED_TILE picks the tile; the environment variable OWNED_TI
 overrides it for a sweep.
 """
 import os
-from pathlib import Path
 
-import torch
 import triton
 import triton.language as tl
 
-import eval as harness
-from task import input_t, output_t
+from variants import _submission_base
+from variants._submission_base import group_out
 
-_base = harness.load_submission(Path(__file__).resolve().parent.parent / "submission.py", "submission_for_owned")
-_columns, _add_taps = _base._columns, _base._add_taps
+_base = _submission_base.load("submission_for_owned")
 OWNED_TILE = tuple(int(v) for v in os.environ.get("OWNED_TILE", "4096,4").split(","))
-
-
-@triton.jit
-def _group_out(prev, cur, w_row, bias, W: tl.constexpr, M: tl.constexpr):
-    """The 4 outputs of each row's group from that group (lags 0-3) and the one before it (lags 1-4)."""
-    p = _columns(prev)
-    c = _columns(cur)
-    o0 = tl.zeros([M], dtype=tl.float32) + bias
-    o1 = o0
-    o2 = o0
-    o3 = o0
-    o0 = _add_taps(_add_taps(o0, c, w_row, W, 0, 0), p, w_row, W, 1, 0)
-    o1 = _add_taps(_add_taps(o1, c, w_row, W, 0, 1), p, w_row, W, 1, 1)
-    o2 = _add_taps(_add_taps(o2, c, w_row, W, 0, 2), p, w_row, W, 1, 2)
-    o3 = _add_taps(_add_taps(o3, c, w_row, W, 0, 3), p, w_row, W, 1, 3)
-    return tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(M, 4)
 
 
 @triton.jit
@@ -76,17 +57,17 @@ def owned_groups_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
         g5 = _load(x_row, t0 + 20, S)
         g6 = _load(x_row, t0 + 24, S)
         g7 = _load(x_row, t0 + 28, S)
-    tl.store(out_row + t0, _group_out(halo, g0, w_row, bias, W, M), mask=t0 < S)
+    tl.store(out_row + t0, group_out(halo, g0, w_row, bias, W, M), mask=t0 < S)
     if G >= 2:
-        tl.store(out_row + t0 + 4, _group_out(g0, g1, w_row, bias, W, M), mask=t0 + 4 < S)
+        tl.store(out_row + t0 + 4, group_out(g0, g1, w_row, bias, W, M), mask=t0 + 4 < S)
     if G >= 4:
-        tl.store(out_row + t0 + 8, _group_out(g1, g2, w_row, bias, W, M), mask=t0 + 8 < S)
-        tl.store(out_row + t0 + 12, _group_out(g2, g3, w_row, bias, W, M), mask=t0 + 12 < S)
+        tl.store(out_row + t0 + 8, group_out(g1, g2, w_row, bias, W, M), mask=t0 + 8 < S)
+        tl.store(out_row + t0 + 12, group_out(g2, g3, w_row, bias, W, M), mask=t0 + 12 < S)
     if G >= 8:
-        tl.store(out_row + t0 + 16, _group_out(g3, g4, w_row, bias, W, M), mask=t0 + 16 < S)
-        tl.store(out_row + t0 + 20, _group_out(g4, g5, w_row, bias, W, M), mask=t0 + 20 < S)
-        tl.store(out_row + t0 + 24, _group_out(g5, g6, w_row, bias, W, M), mask=t0 + 24 < S)
-        tl.store(out_row + t0 + 28, _group_out(g6, g7, w_row, bias, W, M), mask=t0 + 28 < S)
+        tl.store(out_row + t0 + 16, group_out(g3, g4, w_row, bias, W, M), mask=t0 + 16 < S)
+        tl.store(out_row + t0 + 20, group_out(g4, g5, w_row, bias, W, M), mask=t0 + 20 < S)
+        tl.store(out_row + t0 + 24, group_out(g5, g6, w_row, bias, W, M), mask=t0 + 24 < S)
+        tl.store(out_row + t0 + 28, group_out(g6, g7, w_row, bias, W, M), mask=t0 + 28 < S)
 
 
 def groups_per_thread(block: int, num_warps: int) -> int:
@@ -111,18 +92,10 @@ def launch_serves(x, weight, out) -> bool:
     return weight.shape[1] <= 5
 
 
-def custom_kernel(data: input_t) -> output_t:
-    _base._validate(data)
-    x, weight, bias = (t.contiguous() for t in data)
-    B, D, S = x.shape
-    W = weight.shape[1]
-    out = torch.empty_like(x)
-    if out.numel() == 0:
-        return out
+def _config(x) -> tuple[int, int, int]:
     block, warps = OWNED_TILE
-    block = min(block, max(64, triton.next_power_of_2(S)))
-    if not launch_serves(x, weight, out):
-        _base.launch(x, weight, bias, out, *_base.heuristic_config(B, D, S, W))
-    else:
-        launch(x, weight, bias, out, block, warps, groups_per_thread(block, warps))
-    return out
+    block = min(block, max(64, triton.next_power_of_2(x.shape[-1])))
+    return block, warps, groups_per_thread(block, warps)
+
+
+custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)

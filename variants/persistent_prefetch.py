@@ -12,17 +12,15 @@ For W <= 5 (the left neighbours lie in the one group before); wider filters use 
 CONFIG_SPACE: (BLOCK, num_warps, PER_SM); PERSISTENT_TILE=BLOCK,WARPS,PER_SM overrides the default.
 """
 import os
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
-import eval as harness
-from task import input_t, output_t
+from variants import _submission_base
+from variants._submission_base import group_out
 
-_base = harness.load_submission(Path(__file__).resolve().parent.parent / "submission.py", "submission_for_persistent")
-_columns, _add_taps = _base._columns, _base._add_taps
+_base = _submission_base.load("submission_for_persistent")
 PERSISTENT_TILE = tuple(int(v) for v in os.environ.get("PERSISTENT_TILE", "512,1,24").split(","))
 
 
@@ -52,17 +50,7 @@ def persistent_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row, total_
         t = (block - row * chunks_per_row) * BLOCK + lanes
         d = row % D
         w_row = w_ptr + d * W
-        c = _columns(cur)
-        p = _columns(prev)
-        o0 = tl.zeros([N], dtype=tl.float32) + tl.load(b_ptr + d)
-        o1 = o0
-        o2 = o0
-        o3 = o0
-        o0 = _add_taps(_add_taps(o0, c, w_row, W, 0, 0), p, w_row, W, 1, 0)
-        o1 = _add_taps(_add_taps(o1, c, w_row, W, 0, 1), p, w_row, W, 1, 1)
-        o2 = _add_taps(_add_taps(o2, c, w_row, W, 0, 2), p, w_row, W, 1, 2)
-        o3 = _add_taps(_add_taps(o3, c, w_row, W, 0, 3), p, w_row, W, 1, 3)
-        out = tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(N, 4)
+        out = group_out(prev, cur, w_row, tl.load(b_ptr + d), W, N)
         tl.store(out_ptr + row.to(tl.int64) * S + t, out, mask=t < S)
         cur = nxt
         prev = nxt_prev
@@ -89,17 +77,9 @@ def launch_serves(x, weight, out) -> bool:
     return weight.shape[1] <= 5
 
 
-def custom_kernel(data: input_t) -> output_t:
-    _base._validate(data)
-    x, weight, bias = (t.contiguous() for t in data)
-    B, D, S = x.shape
-    W = weight.shape[1]
-    out = torch.empty_like(x)
-    if out.numel() == 0:
-        return out
+def _config(x) -> tuple[int, int, int]:
     block, warps, per_sm = PERSISTENT_TILE
-    if not launch_serves(x, weight, out):
-        _base.launch(x, weight, bias, out, *_base.heuristic_config(B, D, S, W))
-    else:
-        launch(x, weight, bias, out, min(block, max(64, triton.next_power_of_2(S))), warps, per_sm)
-    return out
+    return min(block, max(64, triton.next_power_of_2(x.shape[-1]))), warps, per_sm
+
+
+custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)

@@ -19,17 +19,15 @@ inputs use submission.py's kernel. CONFIG_SPACE: (R * BLOCK outputs a tile, num_
 PER_SM); TMA_TILE=... overrides the default.
 """
 import os
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-import eval as harness
-from task import input_t, output_t
+from variants import _submission_base
 
-_base = harness.load_submission(Path(__file__).resolve().parent.parent / "submission.py", "submission_for_tma")
+_base = _submission_base.load("submission_for_tma")
 _add_taps = _base._add_taps
 TMA_TILE = tuple(int(v) for v in os.environ.get("TMA_TILE", "1024,4,4,3,4").split(","))
 
@@ -99,15 +97,4 @@ def launch(x, weight, bias, out, outputs: int, num_warps: int, rows_a_tile: int,
                                BLOCK=block, NUM_STAGES=num_stages, num_warps=num_warps)
 
 
-def custom_kernel(data: input_t) -> output_t:
-    _base._validate(data)
-    x, weight, bias = (t.contiguous() for t in data)
-    B, D, S = x.shape
-    out = torch.empty_like(x)
-    if out.numel() == 0:
-        return out
-    if launch_serves(x, weight, out):
-        launch(x, weight, bias, out, *TMA_TILE)
-    else:
-        _base.launch(x, weight, bias, out, *_base.heuristic_config(B, D, S, weight.shape[1]))
-    return out
+custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, lambda x: TMA_TILE)
