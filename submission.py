@@ -122,6 +122,11 @@ def gpu_key(device_index: int) -> str:
     return name
 
 
+def gpu_of(x) -> str:
+    """The config tables' name for the device x lives on: 'b200', 'h200', 'h100', another GPU's name, or 'cpu'."""
+    return gpu_key(x.device.index or 0) if x.device.type == "cuda" else "cpu"
+
+
 def heuristic_config(B: int, D: int, S: int, W: int) -> tuple[int, int]:
     """One warp per program and up to 1024 outputs (eight 16-byte groups per thread in flight), never
     more than the row needs: the H200's winner on every leaderboard case."""
@@ -308,8 +313,7 @@ def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
 def tile_for(data) -> tuple[int, int]:
     """The (BLOCK, num_warps) custom_kernel launches for this input, so tools can time a copy at the same tile."""
     x, weight, bias = data
-    gpu = gpu_key(x.device.index or 0) if x.device.type == "cuda" else "cpu"
-    return choose(gpu, x, weight, bias)[:2]
+    return choose(gpu_of(x), x, weight, bias)[:2]
 
 
 def _validate(data) -> None:
@@ -342,6 +346,5 @@ def custom_kernel(data: input_t) -> output_t:
     out = torch.empty_like(x)
     if out.numel() == 0:
         return out
-    gpu = gpu_key(x.device.index or 0) if x.device.type == "cuda" else "cpu"
-    launch(x, weight, bias, out, *choose(gpu, x, weight, bias))
+    launch(x, weight, bias, out, *choose(gpu_of(x), x, weight, bias))
     return out

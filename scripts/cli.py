@@ -44,6 +44,15 @@ def default_out(kind: str) -> Path:
     return ROOT / "results" / "runs" / kind / harness.device_name().lower().replace(" ", "-")
 
 
+def write_record(out_dir: Path, name: str, fields: dict) -> Path:
+    """out_dir/name: the fields, headed by the device, the commit and the date, as JSON."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / name
+    record = {"device": harness.device_name(), "commit": history.git_commit(), "date": datetime.date.today().isoformat()}
+    path.write_text(json.dumps({**record, **fields}, indent=2, default=list))
+    return path
+
+
 def check_writable(json_out) -> None:
     """Refuse, before a run starts, a --json path whose folder does not exist or that names a folder."""
     if json_out is None:
@@ -200,15 +209,12 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
             results = checker.check(cases, processes, rounds, rep_ms, progress=bar.update)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             raise click.ClickException(str(error))
-    out_dir = out_dir or default_out("search_check")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "search_check.json").write_text(json.dumps(
-        {"device": harness.device_name(), "commit": history.git_commit(), "date": datetime.date.today().isoformat(),
-         "processes": processes, "margin": module.TUNE_MARGIN, "cases": results}, indent=2))
+    path = write_record(out_dir or default_out("search_check"), "search_check.json",
+                        {"processes": processes, "margin": module.TUNE_MARGIN, "cases": results})
     for entry in results.values():
         click.echo("\n".join(entry["lines"]))
     click.echo(checker.format_table(results, module.TUNE_MARGIN))
-    click.echo(f"wrote {out_dir / 'search_check.json'}")
+    click.echo(f"wrote {path}")
 
 
 @cli.command()
@@ -237,13 +243,9 @@ def tiles(files, shapes, rounds, rep_ms, top, out_dir):
     with click.progressbar(length=count, label="timing tiles") as bar:
         results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update)
     summary = tiler.summarize(results)
-    out_dir = out_dir or default_out("tiles")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "tiles.json").write_text(json.dumps({"device": harness.device_name(), "commit": history.git_commit(),
-                                                    "date": datetime.date.today().isoformat(), "cases": summary},
-                                                   indent=2, default=list))
+    path = write_record(out_dir or default_out("tiles"), "tiles.json", {"cases": summary})
     click.echo(tiler.format_table(summary, top))
-    click.echo(f"wrote {out_dir / 'tiles.json'}")
+    click.echo(f"wrote {path}")
 
 
 @cli.command(name="helion-tune")

@@ -331,3 +331,14 @@ def test_ncu_raw_csv_is_read_and_summed_over_the_measured_kernels():
     assert found["duration us"] == 12.0 and found["DRAM read MB"] == 13.0 and found["DRAM write MB"] == 1.0
     assert found["DRAM % of peak"] == 80.5 and found["achieved occupancy %"] == 60 and found["registers/thread"] == 40
     assert found["kernels"] == 2 and "duration us" in profile.format_side_by_side({"a": found, "b": found})
+
+
+def test_a_run_record_is_headed_by_device_commit_and_date(tmp_path, monkeypatch):
+    from scripts import cli
+
+    monkeypatch.setenv("WORKSPACE_COMMIT", "abc1234")
+    path = cli.write_record(tmp_path / "new" / "folder", "tiles.json", {"cases": {"1x2x40": {"best": (64, 1)}}})
+    record = json.loads(path.read_text())
+    assert path == tmp_path / "new" / "folder" / "tiles.json"
+    assert record["commit"] == "abc1234" and record["device"] == harness.device_name() and len(record["date"]) == 10
+    assert record["cases"] == {"1x2x40": {"best": [64, 1]}}

@@ -13,7 +13,6 @@ CONFIG_SPACE: (BLOCK, num_warps, PER_SM); PERSISTENT_TILE=BLOCK,WARPS,PER_SM ove
 """
 import os
 
-import torch
 import triton
 import triton.language as tl
 
@@ -59,15 +58,11 @@ def persistent_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row, total_
 CONFIG_SPACE = [(block, 1, per_sm) for block in (512, 1024) for per_sm in (8, 16, 24, 32)]
 
 
-def _sm_count(device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
-
-
 def launch(x, weight, bias, out, block: int, num_warps: int, per_sm: int) -> None:
     B, D, S = x.shape
     chunks = triton.cdiv(S, block)
     total = B * D * chunks
-    grid = min(total, per_sm * _sm_count(x.device))
+    grid = min(total, per_sm * _submission_base.sm_count(x.device))
     persistent_kernel[(grid,)](x, weight, bias, out, D, S, chunks, total, W=weight.shape[1], BLOCK=block,
                                num_warps=num_warps, num_stages=1)
 

@@ -20,7 +20,6 @@ PER_SM); TMA_TILE=... overrides the default.
 """
 import os
 
-import torch
 import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
@@ -76,10 +75,6 @@ CONFIG_SPACE = [
 ]
 
 
-def _sm_count(device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
-
-
 def launch_serves(x, weight, out) -> bool:
     """Whether launch() can take this input: tensor descriptors need 16-byte aligned rows and base addresses."""
     return x.shape[-1] % 4 == 0 and x.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
@@ -92,7 +87,7 @@ def launch(x, weight, bias, out, outputs: int, num_warps: int, rows_a_tile: int,
     out_desc = TensorDescriptor.from_tensor(out.view(B * D, S), [rows_a_tile, block])
     chunks = triton.cdiv(S, block)
     n_tiles = triton.cdiv(B * D, rows_a_tile) * chunks
-    grid = n_tiles if per_sm == 0 else min(n_tiles, per_sm * _sm_count(x.device))
+    grid = n_tiles if per_sm == 0 else min(n_tiles, per_sm * _submission_base.sm_count(x.device))
     tma_staged_kernel[(grid,)](x_desc, out_desc, weight, bias, D, chunks, n_tiles, W=weight.shape[1], R=rows_a_tile,
                                BLOCK=block, NUM_STAGES=num_stages, num_warps=num_warps)
 
