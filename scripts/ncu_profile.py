@@ -42,12 +42,17 @@ def ncu_command(target: list[str], csv_out: Path) -> list[str]:
             "--metrics", ",".join(METRICS), "--log-file", str(csv_out), *target]
 
 
-def parse_raw_csv(text: str) -> dict:
-    """ncu's raw page (a header row, a units row, one row per kernel) -> {column: value over the kernels}."""
+def raw_rows(text: str) -> tuple[list, list, list]:
+    """ncu's raw page -> (metric names, their units, one row per kernel in launch order)."""
     rows = list(csv.reader(io.StringIO(text[text.index('"ID"'):] if '"ID"' in text else text)))
     if len(rows) < 3:
         raise ValueError("ncu profiled no kernel in the measured range")
-    header, units, kernels = rows[0], rows[1], rows[2:]
+    return rows[0], rows[1], rows[2:]
+
+
+def parse_raw_csv(text: str) -> dict:
+    """ncu's raw page (a header row, a units row, one row per kernel) -> {column: value over the kernels}."""
+    header, units, kernels = raw_rows(text)
     found = {}
     for metric, (column, combine) in METRICS.items():
         if metric not in header:
@@ -105,24 +110,113 @@ def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> s
     return table
 
 
-def target(spec: str, B: int, D: int, S: int, W: int, seed: int) -> None:
-    """The program ncu runs: warm up, flush L2, then one call inside the measured NVTX range."""
+# The sections whose metrics the tile table reads: ncu's own names for what a kernel pays over a copy.
+TILE_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis",
+                 "InstructionStats"]
+TILE_COLUMNS = {  # column -> ncu metric (raw page)
+    "us": "gpu__time_duration.sum",
+    "DRAM %": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "regs": "launch__registers_per_thread",
+    "theor. occ %": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved occ %": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "inst/output": "smsp__inst_executed.sum",  # warp instructions x 32 / outputs: a thread's per output
+    "L1 hit %": "l1tex__t_sector_hit_rate.pct",
+    "L2 hit %": "lts__t_sector_hit_rate.pct",
+    "LSU pipe %": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+}
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+
+
+def tile_specs(files: list[Path], tiles: list[tuple[int, int]]) -> list[str]:
+    """One target spec a kernel launch: the copy and each file, at each tile, in launch order."""
+    return [spec for block, warps in tiles
+            for spec in [f"copy:{block}:{warps}"] + [f"{Path(f).resolve()}@{block}:{warps}" for f in files]]
+
+
+def tile_row(header: list, units: list, kernel: list, outputs: int) -> dict:
+    """One kernel's row of the tile table: the TILE_COLUMNS and every stall reason, cycles per issue."""
+    row = {}
+    for column, metric in TILE_COLUMNS.items():
+        if metric in header and kernel[header.index(metric)].strip():
+            i = header.index(metric)
+            value = float(kernel[i].replace(",", ""))
+            value *= SCALE.get(units[i], 1.0) if column == "us" else 1.0
+            row[column] = value * 32 / outputs if column == "inst/output" else value
+    for i, metric in enumerate(header):
+        if metric.startswith(STALL_PREFIX) and metric.endswith(STALL_SUFFIX) and kernel[i].strip():
+            row["stall " + metric[len(STALL_PREFIX):-len(STALL_SUFFIX)]] = float(kernel[i].replace(",", ""))
+    return row
+
+
+def profile_tiles(files: list[Path], args: dict, tiles: list[tuple[int, int]], out_dir: Path, echo=print) -> list[dict]:
+    """Each file's kernel and a Triton copy at each tile on one case, in one ncu process (cold L2 each
+    launch, ncu's clocks left alone): one record per launch, the spec, the tile, and tile_row's columns."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shape = [str(args[k]) for k in ("B", "D", "S", "W", "seed")]
+    specs = tile_specs(files, tiles)
+    csv_out = out_dir / f"tiles_{'x'.join(shape[:4])}.csv"
+    command = ["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", f"{RANGE}/", "--csv", "--page", "raw",
+               *[a for section in TILE_SECTIONS for a in ("--section", section)], "--log-file", str(csv_out),
+               sys.executable, "-m", "scripts.ncu_profile", ",".join(specs), *shape]
+    echo(f"ncu: {len(specs)} launches on {'x'.join(shape[:4])}")
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    text = csv_out.read_text() if csv_out.exists() else proc.stdout
+    if proc.returncode != 0 or '"ID"' not in text:
+        raise RuntimeError(f"ncu failed (exit {proc.returncode}): {(proc.stderr.strip() or text.strip())[-500:]}")
+    header, units, kernels = raw_rows(text)
+    if len(kernels) != len(specs):
+        raise RuntimeError(f"ncu profiled {len(kernels)} kernels for {len(specs)} launches")
+    outputs = args["B"] * args["D"] * args["S"]
+    return [{"spec": spec.split("/")[-1], "tile": f"{block}/{warps}", **tile_row(header, units, kernel, outputs)}
+            for spec, kernel, (block, warps) in zip(specs, kernels, [t for t in tiles for _ in range(len(files) + 1)])]
+
+
+def format_tiles(records: list[dict]) -> str:
+    columns = list(TILE_COLUMNS) + sorted({c for r in records for c in r if c.startswith("stall ")},
+                                          key=lambda c: -max(r.get(c, 0) for r in records))[:6]
+    lines = [f"{'launch':<34}" + "".join(f"{c[:14]:>15}" for c in columns)]
+    for r in records:
+        lines.append(f"{r['spec'][:33]:<34}" + "".join(f"{r.get(c, float('nan')):>15.2f}" for c in columns))
+    return "\n".join(lines)
+
+
+def launcher(spec: str):
+    """A target spec -> a function data -> None that makes exactly one kernel launch."""
     import torch
 
-    import reference
     from scripts import baselines
 
     if spec.startswith("copy:"):
-        kernel = baselines.triton_copy(*map(int, spec.split(":")[1:]))
-    else:
-        kernel = baselines.load_kernel_file(Path(spec), "submission").custom_kernel
+        copy = baselines.triton_copy(*map(int, spec.split(":")[1:]))
+        return lambda data: copy(data)
+    if "@" in spec:
+        path, config = spec.rsplit("@", 1)
+        module = baselines.load_kernel_file(Path(path), f"ncu_{Path(path).stem}")
+        config = tuple(map(int, config.split(":")))
+        outs = {}  # one output buffer a spec, made before the measured range
+
+        def run(data):
+            module.launch(*data, outs.setdefault("out", torch.empty_like(data[0])), *config)
+        return run
+    return baselines.load_kernel_file(Path(spec), "submission").custom_kernel
+
+
+def target(specs: str, B: int, D: int, S: int, W: int, seed: int) -> None:
+    """The program ncu runs: warm every spec up, then each once inside the measured NVTX range, in order
+    (ncu's default cache control flushes the caches before each profiled kernel: a cold L2 each)."""
+    import torch
+
+    import reference
+
     data = reference.generate_input(B=B, D=D, S=S, W=W, seed=seed)
-    for _ in range(3):
-        kernel(data)
-    torch.empty(harness.FLUSH_INT64S, dtype=torch.int64, device="cuda").zero_()
+    runs = [launcher(spec) for spec in specs.split(",")]
+    for run in runs:
+        for _ in range(3):
+            run(data)
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_push(RANGE)
-    kernel(data)
+    for run in runs:
+        run(data)
     torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
 
