@@ -112,6 +112,35 @@ def dao_causal_conv1d():
     return lambda data: causal_conv1d_fn(data[0], data[1], data[2])
 
 
+def fla_peers() -> dict:
+    """flash-linear-attention's causal conv1d (fla-core, requirements-fla.txt) where it imports, else {}.
+
+    fla's kernels take x as [B, S, D] (channel-last). 'fla_triton' is its Triton kernel on a strided
+    [B, S, D] view of our x, so it pays for our layout. 'fla_gluon_channel_last' is its Gluon kernel
+    (widths 2-4) on its own layout: the channel-last copy of x is made once per input, before the
+    timing, so this times the kernel alone, not what a user of our layout would pay."""
+    try:
+        from fla.modules.causal_conv1d import causal_conv1d_fwd
+    except ImportError:
+        return {}
+    peers = {"fla_triton": lambda data: causal_conv1d_fwd(
+        data[0].transpose(1, 2), data[1], data[2], residual=None)[0].transpose(1, 2)}
+    try:
+        from fla.modules.causal_conv1d.backends.gluon import causal_conv1d_fwd_gluon
+    except ImportError:
+        return peers
+    channel_last = {}  # the one input seen last: (tensor, its version) -> its [B, S, D] copy
+
+    def gluon_on_channel_last(data):
+        x = data[0]
+        key = (id(x), x._version, x.data_ptr())
+        if channel_last.get("key") != key:  # a new input, or this one written in place: copy it again
+            channel_last.update(key=key, x=x.transpose(1, 2).contiguous())
+        return causal_conv1d_fwd_gluon(channel_last["x"], data[1], data[2])[0].transpose(1, 2)
+    peers["fla_gluon_channel_last"] = gluon_on_channel_last
+    return peers
+
+
 def load_kernel_file(path: Path, module_name: str):
     """A submission-style file imported under its own module name; ValueError without custom_kernel."""
     module = harness.load_submission(path, module_name)

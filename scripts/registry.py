@@ -6,7 +6,7 @@ Kinds:
   variant     an experiment kept in variants/, found there without a list to maintain
   copy        a copy of x: the bytes of the task and none of its arithmetic (the floor is the fastest)
   baseline    another way to compute the task that we hold ourselves against (torch.compile)
-  peer        someone else's kernel (Dao-AILab's causal-conv1d, where it is installed)
+  peer        someone else's kernel (Dao-AILab's causal-conv1d, flash-linear-attention's, where installed)
   reference   the task's reference.py
 """
 import dataclasses
@@ -69,6 +69,7 @@ def others(reference_too: bool = True) -> list[Impl]:
     found.append(Impl("torch_compile", "baseline", lambda: baselines.torch_compile))
     if baselines.dao_causal_conv1d() is not None:
         found.append(Impl("dao_causal_conv1d", "peer", baselines.dao_causal_conv1d))
+    found += [Impl(name, "peer", lambda fn=fn: fn) for name, fn in baselines.fla_peers().items()]
     return found
 
 

@@ -54,8 +54,9 @@ def test_every_kernel_file_passes_the_task_tests(path):
 
 
 TILED = [path for path in KERNEL_FILES if not uses_helion(path) and "CONFIG_SPACE" in path.read_text()]
-# Rows that do not fill a tile, S not a multiple of any BLOCK (and, for TMA, of 4: its fallback), D*B odd, W 2 to 8.
-ODD_SHAPES = [(1, 3, 300, 4), (2, 5, 36, 3), (1, 3, 37, 4), (1, 2, 64, 8)]
+# Rows that do not fill a tile, S not a multiple of any BLOCK (and, for TMA and CUDA, of 4: their fallback),
+# D*B odd, W 2 to 13 (a halo of one, two and three groups of 4).
+ODD_SHAPES = [(1, 3, 300, 4), (2, 5, 36, 3), (1, 3, 37, 4), (1, 2, 64, 8), (1, 2, 136, 13)]
 
 
 @pytest.mark.parametrize("path", TILED, ids=[str(p.relative_to(ROOT)) for p in TILED])
@@ -78,3 +79,21 @@ def test_every_config_of_a_tiled_kernel_is_right_on_odd_shapes(path):
                 out = module.custom_kernel((x, weight, bias))
             torch.testing.assert_close(out.double().cpu(), expected, rtol=1e-4, atol=1e-4,
                                        msg=lambda m: f"{path.name} {config} on {B}x{D}x{S}x{W}: {m}")
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
+def test_every_kernel_file_is_right_on_an_input_that_is_not_16_byte_aligned(path):
+    """x a contiguous view that starts one element into its storage: a kernel that loads 16 bytes at a
+    time must notice and take a path that does not assume alignment."""
+    if uses_helion(path):
+        pytest.skip("the Helion files run under Helion's interpreter in their own process (the test above)")
+    import torch
+
+    from conftest import conv_float64, make_inputs
+
+    module = harness.load_submission(path, f"aligned_{path.stem}")
+    big, weight, bias = make_inputs(1, 3, 65, 4, seed=7)
+    x = big.flatten()[1:193].view(1, 3, 64)  # 195 elements; from the second, 3 rows of 64
+    assert x.is_contiguous() and x.data_ptr() % 16
+    out = module.custom_kernel((x, weight, bias))
+    torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
