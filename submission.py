@@ -12,10 +12,16 @@ just loaded them) and picked apart in registers. So the kernel issues
 1 + ceil((W - 1) / 4) vector loads and one vector store per 4 outputs, with no shifted
 or scalar loads and no division per element.
 
-The tile (BLOCK outputs, num_warps) comes from a measured table where one exists; elsewhere, as
-on a B200 nobody here has measured, the first call for a large shape times a short list of tiles
-(and the runner's PTXAS control files, where present) the way the leaderboard times, and keeps the
-fastest tile for the process. Small shapes, and calls inside a CUDA-graph capture, take the heuristic.
+The same arithmetic is also written in CUDA C++ (built at run time by NVRTC through torch, no
+compiler on PATH needed): each thread loads its groups once and takes the W - 1 left neighbours
+from the lanes to its left by warp shuffle, so it holds fewer registers at wide tiles. It is a
+candidate, never the default: it runs only where the first-call search timed it faster.
+
+The tile (BLOCK outputs, num_warps, and how it is built) comes from a measured table where one
+exists; elsewhere, as on a B200 nobody here has measured, the first call for a large shape times a
+short list of tiles (Triton and CUDA, and the runner's PTXAS control files, where present) the way
+the leaderboard times, and keeps the fastest for the process. Small shapes, and calls inside a
+CUDA-graph capture, take the heuristic, a Triton tile.
 
 Self-contained: the runner ships only this file beside its own task.py.
 """
@@ -32,7 +38,10 @@ import triton.language as tl
 
 from task import input_t, output_t
 
-# Measured exceptions to the heuristic: (gpu, B, D, S, W) -> (BLOCK, num_warps), written by
+# A config is (BLOCK, num_warps, build): build None is the Triton kernel as it is, CUDA the CUDA kernel,
+# any other string ptxas options for the Triton kernel (a PTXAS control file).
+CUDA = "cuda"
+# Measured exceptions to the heuristic: (gpu, B, D, S, W) -> (BLOCK, num_warps[, build]), written by
 # `python scripts/cli.py tune`, which keeps only the shapes where the heuristic lost. BLOCK: outputs
 # per program along S. On the H200 the heuristic won every leaderboard case (results/NOTES.md, v2).
 # <configs>
@@ -45,13 +54,16 @@ TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # set to 0 to switch the first-call search off
 TUNE_MIN_OUTPUTS = 1 << 20
 TUNE_BUDGET_S = 8.0  # no new candidate starts after this; the lot stays under 10 s, compiles included
 TUNE_MARGIN = 0.01  # a candidate must beat the heuristic by this much: the H200 search's own spread
-MAX_CANDIDATES = 8
+MAX_CANDIDATES = 12
+MAX_ACF = 3  # control files tried on the heuristic tile, so the CUDA tiles keep their places
 # Every tile the kernel is built for (BLOCK, num_warps): each thread owns 2 to 16 groups of 4 (8 to 64
 # outputs); fewer starves the loads in flight, more leaves too few programs for the small cases.
-CONFIG_SPACE = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
-                if 8 <= block // (32 * warps) <= 64]
-# The H200 sweep's runners-up, best first; the heuristic always goes first.
-CANDIDATES = [(1024, 2), (2048, 1), (512, 1), (2048, 2), (2048, 4), (4096, 4), (4096, 8)]
+TILES = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
+         if 8 <= block // (32 * warps) <= 64]
+CONFIG_SPACE = TILES + [(block, warps, CUDA) for block, warps in TILES]
+# The H200 sweep's runners-up, best first (results/nvidia-h200/tiles.json); the heuristic always goes first.
+CANDIDATES = [(4096, 8), (2048, 4), (1024, 2), (512, 1)]
+CUDA_CANDIDATES = [(2048, 1), (1024, 2), (4096, 2), (2048, 4), (512, 1)]
 # PTXAS Advanced Controls Files that only the B200 runner has; each joins the list on the heuristic tile.
 ACF_GLOB = "/opt/booster_pack/*.acf"
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB zeroed before each timed call, as the leaderboard does
@@ -113,6 +125,103 @@ def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
     tl.store(out_ptr + row_start + t, out, mask=t < S)
 
 
+CUDA_SOURCE = r"""
+__device__ __forceinline__ float4 load_group(const float4* p, bool valid) {
+  // asm volatile keeps every group's load ahead of the first shuffle that waits on one
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+               " @p ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
+               : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w) : "l"(p), "r"((int)valid));
+  return v;
+}
+
+__device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
+  return make_float4(__shfl_sync(0xffffffffu, v.x, src), __shfl_sync(0xffffffffu, v.y, src),
+                     __shfl_sync(0xffffffffu, v.z, src), __shfl_sync(0xffffffffu, v.w, src));
+}
+
+// A block of 32 * num_warps threads owns BLOCK outputs of one row; each warp owns V * 32 consecutive
+// groups of 4, and at each v its lanes hold 32 consecutive groups (one 512-byte span). Group g - q of
+// lane l is lane l - q's at the same v or, for the first q lanes, lane 32 - q + l's at v - 1; only at
+// v = 0 do lanes < q load it (the groups just before the warp's span).
+template <int W, int V>
+__global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* __restrict__ weight,
+                                      const float* __restrict__ bias, float* __restrict__ out,
+                                      int D, int S, int chunks_per_row) {
+  constexpr int Q = (W + 2) / 4;  // groups back that the W - 1 left neighbours reach
+  const int groups = S >> 2;
+  const int row = blockIdx.x / chunks_per_row;
+  const int chunk = blockIdx.x - row * chunks_per_row;
+  const int d = row % D;
+  const float4* x_row = reinterpret_cast<const float4*>(x) + (long long)row * groups;
+  float4* out_row = reinterpret_cast<float4*>(out) + (long long)row * groups;
+  const int lane = threadIdx.x & 31;
+  const int first = (chunk * blockDim.x + (threadIdx.x - lane)) * V + lane;  // this lane's group at v = 0
+
+  float w[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) w[k] = weight[d * W + k];
+  const float b = bias[d];
+  float4 cur[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) cur[v] = load_group(x_row + first + 32 * v, first + 32 * v < groups);
+  float4 edge[Q > 0 ? Q : 1];
+#pragma unroll
+  for (int q = 1; q <= Q; ++q) edge[q - 1] = load_group(x_row + first - q, lane < q && first - q >= 0 && first - q < groups);
+
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    float e[4 * Q + 4];  // e[4Q + i] = x[4g + i], i in [-4Q, 3]
+#pragma unroll
+    for (int q = 1; q <= Q; ++q) {
+      float4 p = shuffle_group(v > 0 && lane >= 32 - q ? cur[v > 0 ? v - 1 : 0] : cur[v], (lane - q) & 31);
+      if (v == 0 && lane < q) p = edge[q - 1];
+      e[4 * (Q - q) + 0] = p.x;
+      e[4 * (Q - q) + 1] = p.y;
+      e[4 * (Q - q) + 2] = p.z;
+      e[4 * (Q - q) + 3] = p.w;
+    }
+    e[4 * Q + 0] = cur[v].x;
+    e[4 * Q + 1] = cur[v].y;
+    e[4 * Q + 2] = cur[v].z;
+    e[4 * Q + 3] = cur[v].w;
+    float r[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float acc = b;
+#pragma unroll
+      for (int k = 0; k < W; ++k) acc = fmaf(w[k], e[4 * Q + j - (W - 1) + k], acc);
+      r[j] = acc;
+    }
+    const int g = first + 32 * v;
+    if (g < groups) out_row[g] = make_float4(r[0], r[1], r[2], r[3]);
+  }
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def cuda_kernel(device_index: int, W: int, V: int):
+    """The CUDA kernel for one width and groups a thread, built by NVRTC once per process and device."""
+    with torch.cuda.device(device_index):
+        return torch.cuda._compile_kernel(CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}>")
+
+
+def cuda_serves(x, weight, out) -> bool:
+    """Rows of whole 16-byte groups, aligned; a halo within a warp's reach; a torch with NVRTC's entry point."""
+    return (x.is_cuda and x.shape[-1] % 4 == 0 and x.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
+            and weight.shape[1] <= 129 and hasattr(torch.cuda, "_compile_kernel"))
+
+
+def launch_cuda(x, weight, bias, out, block: int, num_warps: int) -> None:
+    B, D, S = x.shape
+    threads = 32 * num_warps
+    V = max(1, block // (4 * threads))
+    chunks_per_row = -(-S // (4 * V * threads))
+    cuda_kernel(x.device.index or 0, weight.shape[1], V)(
+        grid=(B * D * chunks_per_row, 1, 1), block=(threads, 1, 1), args=[x, weight, bias, out, D, S, chunks_per_row])
+
+
 @functools.lru_cache(maxsize=None)
 def gpu_key(device_index: int) -> str:
     name = torch.cuda.get_device_name(device_index).lower()
@@ -133,17 +242,22 @@ def heuristic_config(B: int, D: int, S: int, W: int) -> tuple[int, int]:
     return max(64, min(1024, triton.next_power_of_2(S))), 1
 
 
-def launch(x, weight, bias, out, block: int, num_warps: int, ptx_options: str | None = None) -> None:
+def launch(x, weight, bias, out, block: int, num_warps: int, build: str | None = None) -> None:
+    """One config: the CUDA kernel where build is CUDA and it serves these tensors, else the Triton one."""
+    if build == CUDA:
+        if cuda_serves(x, weight, out):
+            return launch_cuda(x, weight, bias, out, block, num_warps)
+        build = None
     B, D, S = x.shape
     chunks_per_row = triton.cdiv(S, block)
-    extra = {"ptx_options": ptx_options} if ptx_options else {}
+    extra = {"ptx_options": build} if build else {}
     causal_conv1d_kernel[(B * D * chunks_per_row,)](
         x, weight, bias, out, D, S, chunks_per_row, W=weight.shape[1], BLOCK=block, num_warps=num_warps, **extra)
 
 
 # ----------------------------------------------------------------------------- the first-call search
 
-_tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, ptx_options): configs only
+_tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, build): configs only
 
 
 def _capturing(device) -> bool | None:
@@ -171,11 +285,13 @@ def _capturing(device) -> bool | None:
 
 
 def tune_candidates(B: int, D: int, S: int, W: int) -> list[tuple[int, int, str | None]]:
-    """At most MAX_CANDIDATES configs: the heuristic first, each ACF file on it, then the runners-up."""
+    """At most MAX_CANDIDATES configs: the heuristic first, up to MAX_ACF control files on it, the CUDA
+    tiles, then the Triton runners-up."""
     base = heuristic_config(B, D, S, W)
-    acf = [(*base, f"--apply-controls {path}") for path in sorted(glob.glob(ACF_GLOB))]
+    acf = [(*base, f"--apply-controls {path}") for path in sorted(glob.glob(ACF_GLOB))][:MAX_ACF]
+    cuda = [(block, warps, CUDA) for block, warps in CUDA_CANDIDATES]
     others = [(block, warps, None) for block, warps in CANDIDATES if (block, warps) != base]
-    return ([(*base, None)] + acf[:MAX_CANDIDATES - 1] + others)[:MAX_CANDIDATES]
+    return ([(*base, None)] + acf + cuda + others)[:MAX_CANDIDATES]
 
 
 def _formula(x, weight, bias):
@@ -217,9 +333,9 @@ def _graph_timer(device):
 
 
 def config_name(config) -> str:
-    """(BLOCK, num_warps, ptx_options) -> '1024/1', with the control file's name where one is applied."""
-    block, warps, ptx = config
-    return f"{block}/{warps}" + (f" {os.path.basename(ptx.split()[-1])}" if ptx else "")
+    """(BLOCK, num_warps, build) -> '1024/1', '1024/1 cuda', or with the control file's name where one is applied."""
+    block, warps, build = config
+    return f"{block}/{warps}" + (f" {os.path.basename(build.split()[-1])}" if build else "")
 
 
 def _search(key, x, weight, bias, timer) -> dict:
@@ -234,6 +350,9 @@ def _search(key, x, weight, bias, timer) -> dict:
             dropped.append((config, "over the time budget"))
             continue
         out = torch.full_like(x, math.nan)  # poisoned: an unwritten element fails the check
+        if config[2] == CUDA and not cuda_serves(x, weight, out):  # it would time the Triton tile twice
+            dropped.append((config, "the CUDA kernel does not serve this input"))
+            continue
         try:
             launch(x, weight, bias, out, *config)
             if x.is_cuda:
@@ -297,7 +416,7 @@ def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
     B, D, S = x.shape
     key = (gpu, B, D, S, weight.shape[1])
     if key in CONFIGS:
-        return (*CONFIGS[key], None)
+        return (*CONFIGS[key], None)[:3]
     if key in _tuned:
         return _tuned[key]
     can_search = searchable(x)

@@ -94,12 +94,13 @@ def test_cpu_tensors_without_the_interpreter_are_refused(monkeypatch):
 
 
 def test_config_table_holds_only_exceptions_to_the_heuristic():
-    for key, (block, warps) in submission.CONFIGS.items():
+    for key, config in submission.CONFIGS.items():
         gpu, B, D, S, W = key
+        block, warps, build = (*config, None)[:3]
         assert isinstance(gpu, str) and min(B, D, S, W) >= 1
         assert block & (block - 1) == 0 and block >= 64, key
-        assert warps in (1, 2, 4, 8), key
-        assert (block, warps) != submission.heuristic_config(B, D, S, W), f"{key} repeats the heuristic"
+        assert warps in (1, 2, 4, 8) and build in (None, submission.CUDA), key
+        assert (block, warps, build) != (*submission.heuristic_config(B, D, S, W), None), f"{key} repeats the heuristic"
 
 
 @pytest.mark.parametrize("S", [1, 3, 64, 1000, 2048, 100000])
@@ -120,17 +121,43 @@ def test_a_table_entry_wins_over_the_search_and_the_heuristic(monkeypatch):
 # ----------------------------------------------------------------------------- the first-call search
 
 
-def test_candidates_put_the_heuristic_first_then_each_acf_file_and_stop_at_eight(tmp_path, monkeypatch):
-    for name in ("causal_conv_0.acf", "causal_conv_1.acf", "causal_conv_2.acf"):
+def test_candidates_put_the_heuristic_first_then_three_acf_files_then_the_cuda_tiles(tmp_path, monkeypatch):
+    names = [f"causal_conv_{i}.acf" for i in range(5)]
+    for name in names:
         (tmp_path / name).write_text("")
     monkeypatch.setattr(submission, "ACF_GLOB", str(tmp_path / "*.acf"))
     candidates = submission.tune_candidates(1, 2560, 4096, 4)
     assert len(candidates) == submission.MAX_CANDIDATES and len(set(candidates)) == len(candidates)
     assert candidates[0] == (1024, 1, None)
-    assert candidates[1:4] == [(1024, 1, f"--apply-controls {tmp_path / n}")
-                               for n in ("causal_conv_0.acf", "causal_conv_1.acf", "causal_conv_2.acf")]
+    assert candidates[1:4] == [(1024, 1, f"--apply-controls {tmp_path / n}") for n in names[:3]]
+    cuda = [c for c in candidates if c[2] == submission.CUDA]
+    assert cuda == [(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES] and candidates[4] == cuda[0]
     monkeypatch.setattr(submission, "ACF_GLOB", str(tmp_path / "none" / "*.acf"))
-    assert all(ptx is None for _, _, ptx in submission.tune_candidates(1, 2560, 4096, 4))
+    assert all(build in (None, submission.CUDA) for _, _, build in submission.tune_candidates(1, 2560, 4096, 4))
+
+
+def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve():
+    """On the CPU (the interpreter) and on rows that are not whole 16-byte groups, a CUDA config runs
+    the Triton kernel at the same tile, so a pick made on one input is right on any other of its shape."""
+    for B, D, S, W in [(1, 3, 300, 4), (1, 3, 37, 4)]:
+        x, weight, bias = make_inputs(B, D, S, W, seed=S)
+        out = torch.full_like(x, float("nan"))
+        submission.launch(x, weight, bias, out, 256, 1, submission.CUDA)
+        torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA kernel, built by NVRTC); none is visible")
+@pytest.mark.parametrize("W", [1, 2, 3, 4, 5, 8, 13])
+def test_on_the_gpu_the_cuda_kernel_is_exact_at_every_tile(W):
+    for B, D, S in [(1, 3, 300), (2, 5, 4096), (1, 2, 36)]:
+        x, weight, bias = make_inputs(B, D, S, W, seed=S + W)
+        expected = conv_float64(x, weight, bias)
+        for block, warps in submission.TILES:
+            out = torch.full_like(x, float("nan"))
+            assert submission.cuda_serves(x, weight, out)
+            submission.launch_cuda(x, weight, bias, out, block, warps)
+            torch.testing.assert_close(out.double().cpu(), expected, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"{block}/{warps} on {B}x{D}x{S}x{W}: {m}")
 
 
 def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monkeypatch, capsys):
@@ -138,6 +165,7 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     by a fake timer, and neither may win."""
     x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
     monkeypatch.setattr(submission, "CANDIDATES", [(48, 1), (128, 1), (256, 1)])  # 48: not a power of two
+    monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
     real_launch = submission.launch
 
     def launch(x, weight, bias, out, block, warps, ptx=None):
@@ -161,6 +189,15 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     line = submission.pick_line(record)
     assert line.startswith("causal_conv1d: cpu 1x3x300x4: BLOCK=128 num_warps=1 (40.00% faster than the heuristic 512/1)")
     assert "2 of 4 candidates timed" in line and "256/1 (mismatch)" in line and "48/1 (build error (" in line
+
+
+def test_on_the_cpu_the_search_drops_every_cuda_tile_with_its_reason():
+    x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
+    record = submission._search(("cpu", 1, 3, 300, 4), x, weight, bias, lambda run: run() or 1.0)
+    dropped = dict(record["dropped"])
+    assert {c for c in dropped if c[2] == submission.CUDA} == {(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES}
+    assert set(dropped.values()) == {"the CUDA kernel does not serve this input"}
+    assert all(config[2] is None for config, _ in record["timed"])
 
 
 def _record(timed, dropped=(), acf=()):
