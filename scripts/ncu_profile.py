@@ -115,14 +115,14 @@ TILE_SECTIONS = ["SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "
                  "InstructionStats"]
 TILE_COLUMNS = {  # column -> ncu metric (raw page)
     "us": "gpu__time_duration.sum",
-    "DRAM %": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "DRAM %": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "regs": "launch__registers_per_thread",
     "theor. occ %": "sm__maximum_warps_per_active_cycle_pct",
     "achieved occ %": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "inst/output": "smsp__inst_executed.sum",  # warp instructions x 32 / outputs: a thread's per output
     "L1 hit %": "l1tex__t_sector_hit_rate.pct",
     "L2 hit %": "lts__t_sector_hit_rate.pct",
-    "LSU pipe %": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "LSU pipe %": "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
 }
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 
@@ -154,7 +154,7 @@ def profile_tiles(files: list[Path], args: dict, tiles: list[tuple[int, int]], o
     out_dir.mkdir(parents=True, exist_ok=True)
     shape = [str(args[k]) for k in ("B", "D", "S", "W", "seed")]
     specs = tile_specs(files, tiles)
-    csv_out = out_dir / f"tiles_{'x'.join(shape[:4])}.csv"
+    csv_out = out_dir / f"tiles_{'x'.join(shape[:4])}_{len(specs)}_launches.csv"  # one file a run: two runs of a case keep both
     command = ["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", f"{RANGE}/", "--csv", "--page", "raw",
                *[a for section in TILE_SECTIONS for a in ("--section", section)], "--log-file", str(csv_out),
                sys.executable, "-m", "scripts.ncu_profile", ",".join(specs), *shape]
@@ -163,6 +163,12 @@ def profile_tiles(files: list[Path], args: dict, tiles: list[tuple[int, int]], o
     text = csv_out.read_text() if csv_out.exists() else proc.stdout
     if proc.returncode != 0 or '"ID"' not in text:
         raise RuntimeError(f"ncu failed (exit {proc.returncode}): {(proc.stderr.strip() or text.strip())[-500:]}")
+    return tile_records(text, files, args, tiles)
+
+
+def tile_records(text: str, files: list[Path], args: dict, tiles: list[tuple[int, int]]) -> list[dict]:
+    """ncu's raw page of one profile_tiles run -> its records (also to re-read a recorded CSV)."""
+    specs = tile_specs(files, tiles)
     header, units, kernels = raw_rows(text)
     if len(kernels) != len(specs):
         raise RuntimeError(f"ncu profiled {len(kernels)} kernels for {len(specs)} launches")
