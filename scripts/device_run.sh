@@ -62,7 +62,7 @@ print('capture probe: outside', submission._capturing(d), 'inside', inside, 'gra
     kernel-files) run python3 -m pytest -q tests/test_kernel_files.py ${KERNEL_FILES_K:+-k "$KERNEL_FILES_K"};;
     ncu-tiles) run python3 -c "
 import json, sys; from pathlib import Path; import eval as h; from scripts import ncu_profile as n
-files = [Path(f) for f in '${NCU_FILES:-submission.py}'.split()]
+files = [Path(f) for f in '${NCU_FILES:-submission.py submission.py+cuda}'.split()]
 tiles = lambda text: [tuple(map(int, t.split('/'))) for t in text.split()]
 jobs = [(dict(B=1, D=2560, S=4096, W=4, seed=54352), tiles('${NCU_TILES:-256/1 512/1 1024/1 2048/1 2048/2 4096/2 4096/4}'))]
 jobs += [(c.args, tiles('${NCU_CASE_TILES:-1024/1 4096/4}')) for c in h.cases_from_task('benchmarks')]

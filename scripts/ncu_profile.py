@@ -127,10 +127,13 @@ TILE_COLUMNS = {  # column -> ncu metric (raw page)
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 
 
-def tile_specs(files: list[Path], tiles: list[tuple[int, int]]) -> list[str]:
-    """One target spec a kernel launch: the copy and each file, at each tile, in launch order."""
-    return [spec for block, warps in tiles
-            for spec in [f"copy:{block}:{warps}"] + [f"{Path(f).resolve()}@{block}:{warps}" for f in files]]
+def tile_specs(files: list, tiles: list[tuple[int, int]]) -> list[str]:
+    """One target spec a kernel launch: the copy and each file, at each tile, in launch order. A file
+    named 'PATH+BUILD' launches with that build as its config's third entry (submission.py+cuda)."""
+    def spec(file, block, warps):
+        path, _, build = str(file).partition("+")
+        return f"{Path(path).resolve()}@{block}:{warps}" + (f":{build}" if build else "")
+    return [s for block, warps in tiles for s in [f"copy:{block}:{warps}"] + [spec(f, block, warps) for f in files]]
 
 
 def tile_row(header: list, units: list, kernel: list, outputs: int) -> dict:
@@ -198,7 +201,8 @@ def launcher(spec: str):
     if "@" in spec:
         path, config = spec.rsplit("@", 1)
         module = baselines.load_kernel_file(Path(path), f"ncu_{Path(path).stem}")
-        config = tuple(map(int, config.split(":")))
+        block, warps, *build = config.split(":")
+        config = (int(block), int(warps), *build)
         outs = {}  # one output buffer a spec, made before the measured range
 
         def run(data):
