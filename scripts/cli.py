@@ -20,7 +20,7 @@ if __package__ in (None, ""):  # run as `python scripts/cli.py`: the workspace r
 import click
 
 import eval as harness
-from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, history, leaderboard, registry, remote
+from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
@@ -155,7 +155,17 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
         if impl.kind in registry.OURS:
             history.append_entry(history.compare_entry(impl.name, impl.kind, impl.file, summary[impl.name], device))
     click.echo(cmp.format_table(summary, cases))
+    report = estimate.for_run(summary, [cmp.case_name(a) for a in cases], device, history.git_commit(),
+                              datetime.date.today().isoformat())
+    click.echo(estimate.format_estimate(report))
+    record_estimates([impl.name for impl in listed if impl.kind in registry.OURS], report)
     click.echo(f"wrote {path}")
+
+
+def record_estimates(names: list[str], report: dict) -> None:
+    """Each of our rows' B200 estimate as a history entry of its own kind, never a score."""
+    for fields in filter(None, (estimate.history_fields(name, report) for name in names)):
+        history.append_entry(history.estimate_entry(fields))
 
 
 @cli.command()
@@ -351,6 +361,17 @@ def submit(file, mode, gpu, board, yes, dry_run):
                                    f"{parsed['message'] or 'see'} ({output})")
 
 
+@cli.command(name="estimate")
+@click.argument("compare_json", required=False, default=ROOT / "results" / "nvidia-h200" / "compare.json",
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def estimate_cmd(compare_json):
+    """What the B200 would say, from a recorded compare run: a range, each end's method, its rank (an estimate)."""
+    try:
+        click.echo(estimate.format_estimate(estimate.estimate(estimate.read_record(compare_json))))
+    except estimate.EstimateError as error:
+        raise click.ClickException(str(error)) from None
+
+
 @cli.command(name="judge")
 @FILE
 @click.option("--seed", "secret", type=click.IntRange(min=1), help="the secret chain's seed (default: random, recorded)")
@@ -371,6 +392,10 @@ def judge_cmd(file, secret, json_out, dry_run):
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))
     history.append_entry(history.judge_entry(record))
+    if record["public_s"] is not None:
+        report = estimate.for_score(file.stem, record["public_s"] * 1e6, record["runner"], default_out("compare"))
+        click.echo(estimate.format_estimate(report))
+        record_estimates([file.stem], report)
     if json_out:
         json_out.write_text(json.dumps(record, indent=2))
     click.echo(judge.verdict_sentence(record))

@@ -25,13 +25,14 @@ The rank is the place the range would take in the board's public standings: the 
 standings`) when it answers, else the recorded ones with their date. Missing inputs (no large shapes,
 an unknown GPU, no copies, no calibration for this card) are named, never filled in.
 """
+import datetime
 import json
 import os
 import re
 from pathlib import Path
 
 import eval as harness
-from scripts import leaderboard, registry, remote
+from scripts import history, leaderboard, remote
 
 FIGURES = Path(__file__).with_name("estimate_figures.json")
 BOARD_ENTRY = re.compile(r"board(\d+)(?:[_-]|$)")  # a compare row named boardK or boardK_* is board entry #K
@@ -222,6 +223,20 @@ def estimate(record: dict, figures: dict | None = None, board: tuple[list[dict],
 def for_run(summary: dict, cases: list[str], device: str, commit: str, date: str) -> dict:
     """The estimate of a compare run just made (compare.summarize's impls and its case names)."""
     return estimate({"device": device, "commit": commit, "date": date, "cases": cases, "impls": summary})
+
+
+def for_score(name: str, geomean_us: float, device: str, compare_dir: Path) -> dict:
+    """The estimate of one measured geomean (judge's public score), beside the floor of the last compare run
+    recorded in compare_dir on this GPU, where there is one (its commit and date then head the estimate)."""
+    path = Path(compare_dir) / "compare.json"
+    record = {"device": device, "commit": history.git_commit(), "date": datetime.date.today().isoformat(),
+              "cases": [], "impls": {}}
+    if path.is_file():
+        found = read_record(path)
+        if found.get("device") == device:
+            record = found
+    row = {"kind": "submission", "per_case_us": {}, "geomean_us": geomean_us}
+    return estimate(dict(record, impls={**{k: v for k, v in record["impls"].items() if k != name}, name: row}))
 
 
 def _rank(rank: int, size: int) -> str:

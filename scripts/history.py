@@ -84,6 +84,12 @@ def compare_entry(name: str, kind: str, file, summary: dict, device: str) -> dic
                       vs_copy=summary["vs_copy"], vs_floor=summary["vs_floor"])
 
 
+def estimate_entry(fields: dict) -> dict:
+    """A B200 estimate of one row (estimate.history_fields): kind 'estimate', no geomean, so never a score nor ranked."""
+    return {"time": now(), "kind": "estimate", "source": "estimate", "geomean_us": None,
+            "outcome": f"estimate {fields['low_us']:.2f}-{fields['high_us']:.2f} us B200", **fields}
+
+
 def append_entry(entry: dict, path: Path | None = None) -> None:
     """Append one line with a single write on an O_APPEND descriptor, so lines never interleave; a
     file whose last line lacks its newline (a write cut short) gets one first."""
