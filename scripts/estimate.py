@@ -236,7 +236,10 @@ def for_score(name: str, geomean_us: float, device: str, compare_dir: Path) -> d
         if found.get("device") == device:
             record = found
     row = {"kind": "submission", "per_case_us": {}, "geomean_us": geomean_us}
-    return estimate(dict(record, impls={**{k: v for k, v in record["impls"].items() if k != name}, name: row}))
+    report = estimate(dict(record, impls={**{k: v for k, v in record["impls"].items() if k != name}, name: row}))
+    if not record["impls"]:
+        report["methods"][0]["missing"].insert(0, f"no compare run of the {device} in {compare_dir}")
+    return report
 
 
 def _rank(rank: int, size: int) -> str:

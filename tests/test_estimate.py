@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, json_server, run_cli
 from scripts import estimate, history
 
 RECORDED = ROOT / "results" / "nvidia-h200" / "compare.json"
@@ -121,3 +121,24 @@ def test_the_estimate_command_reads_a_record_without_large_shapes(tmp_path):
     path.write_text(json.dumps(synthetic(large=False)))
     done = run_cli(["estimate", str(path)], {"POPCORN_API_URL": ""})
     assert done.returncode == 0 and "no large shapes" in done.stdout
+
+
+def test_judge_s_score_is_held_against_the_last_compare_run_of_its_gpu(tmp_path):
+    report = estimate.for_score("submission", 13.0, "NVIDIA H200", RECORDED.parent)
+    floor = recorded()["impls"]["floor"]["geomean_us"]
+    low, high = report["methods"][0]["b200_floor_us"]
+    assert report["methods"][0]["impls"]["submission"] == pytest.approx((13.0 / floor * low, 13.0 / floor * high))
+    alone = estimate.for_score("submission", 13.0, "NVIDIA H200", tmp_path)
+    assert f"no compare run of the NVIDIA H200 in {tmp_path}" in alone["methods"][0]["missing"][0]
+    assert alone["impls"]["submission"]["low_us"] == pytest.approx(13.0 * 10.0 / 14.60)
+
+
+@pytest.mark.parametrize("status,expect", [(200, "the server's standings, 3 entries"), (503, "HTTP 503")])
+def test_standings_come_from_the_server_when_it_answers(tmp_path, status, expect):
+    rows = [{"rank": i + 1, "submission_score": s, "user_name": f"u{i}"} for i, s in enumerate((9e-6, 11e-6, 2e-5))]
+    with json_server(lambda path, cli_id: (status, rows if status == 200 else None)) as (url, seen):
+        found, where = estimate.standings(FIGURES, {"POPCORN_API_URL": url}, tmp_path)
+    assert expect in where and seen[0][0].startswith("/submissions/causal_conv1d/B200_Nebius")
+    assert len(found) == (3 if status == 200 else len(FIGURES["board"]["scores_us"]))
+    if status == 200:
+        assert estimate.remote.rank_of(10.0, found) == 2
