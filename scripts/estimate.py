@@ -80,7 +80,10 @@ def card_of(device, figures: dict) -> str | None:
 
 def case_bytes(case: str) -> int:
     """Bytes a copy of x moves for a case named BxDxS[/Wk]: x read once, out written once, fp32."""
-    b, d, s = (int(p) for p in case.split("/")[0].split("x"))
+    try:
+        b, d, s = (int(p) for p in case.split("/")[0].split("x"))
+    except ValueError:
+        raise EstimateError(f"the case {case!r} is not named BxDxS, so its bytes are unknown") from None
     return 8 * b * d * s
 
 
@@ -134,6 +137,8 @@ def bandwidth_model(record: dict, figures: dict, cases: list[str]) -> dict:
     if floor and not large:
         out["missing"].append("the run has no large shapes (compare --shapes large), so bandwidth and fixed time"
                               " cannot be told apart")
+    if not out["missing"] and len({case_bytes(c) for c in cases + large}) < 2:
+        out["missing"].append("the run's cases all move the same bytes, so bandwidth and fixed time cannot be told apart")
     if out["missing"]:
         return out
     fixed_us, bytes_per_us = fit_floor([(case_bytes(c), floor[c]) for c in cases + large])
@@ -231,14 +236,17 @@ def for_score(name: str, geomean_us: float, device: str, compare_dir: Path) -> d
     path = Path(compare_dir) / "compare.json"
     record = {"device": device, "commit": history.git_commit(), "date": datetime.date.today().isoformat(),
               "cases": [], "impls": {}}
-    if path.is_file():
-        found = read_record(path)
-        if found.get("device") == device:
-            record = found
+    unread = None
+    try:
+        found = read_record(path) if path.is_file() else None
+    except EstimateError as error:
+        found, unread = None, str(error)
+    if found is not None and found.get("device") == device:
+        record = found
     row = {"kind": "submission", "per_case_us": {}, "geomean_us": geomean_us}
     report = estimate(dict(record, impls={**{k: v for k, v in record["impls"].items() if k != name}, name: row}))
     if not record["impls"]:
-        report["methods"][0]["missing"].insert(0, f"no compare run of the {device} in {compare_dir}")
+        report["methods"][0]["missing"].insert(0, unread or f"no compare run of the {device} in {compare_dir}")
     return report
 
 

@@ -142,3 +142,20 @@ def test_standings_come_from_the_server_when_it_answers(tmp_path, status, expect
     assert len(found) == (3 if status == 200 else len(FIGURES["board"]["scores_us"]))
     if status == 200:
         assert estimate.remote.rank_of(10.0, found) == 2
+
+
+def test_judge_s_estimate_survives_an_unreadable_compare_record(tmp_path):
+    (tmp_path / "compare.json").write_text("{not json")
+    report = estimate.for_score("submission", 13.0, "NVIDIA H200", tmp_path)
+    assert "is not a readable JSON file" in report["methods"][0]["missing"][0]
+    assert report["impls"]["submission"]["low_by"].startswith("calibration")
+
+
+def test_a_case_not_named_bxdxs_is_one_sentence(tmp_path):
+    record = synthetic()
+    record["impls"]["floor"]["per_case_us"]["odd"] = 5.0
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(record))
+    done = run_cli(["estimate", str(path)], {"POPCORN_API_URL": ""})
+    assert done.returncode == 1 and "the case 'odd' is not named BxDxS" in done.stderr
+    assert "Traceback" not in done.stderr
