@@ -115,7 +115,12 @@ def fit_floor(points: list[tuple[int, float]]) -> tuple[float, float]:
     return (sy - slope * sx) / sw, 1 / slope
 
 
-def _geomean_ratio(times: dict, floor: dict, cases: list[str]):
+def estimable(row: dict) -> bool:
+    """A row that computes the task and passed every check: copies, the reference and failed kernels get none."""
+    return row.get("kind") not in ("copy", "reference") and not row.get("errors")
+
+
+def _ratios_over(times: dict, floor: dict, cases: list[str]):
     """The kernel's ratio over the floor per leaderboard case; None where it lacks a case's time."""
     if all(times.get(c) for c in cases):
         return {c: times[c] / floor[c] for c in cases}
@@ -153,9 +158,9 @@ def bandwidth_model(record: dict, figures: dict, cases: list[str]) -> dict:
     out["b200_floor_us"] = tuple(harness.geomean([b200_floor[c][end] for c in cases]) for end in (0, 1))
     floor_geo = harness.geomean([floor[c] for c in cases])
     for name, row in record["impls"].items():
-        if row.get("kind") in ("copy", "reference"):
+        if not estimable(row):
             continue
-        ratios = _geomean_ratio(_times(row), floor, cases)
+        ratios = _ratios_over(_times(row), floor, cases)
         if ratios is not None:
             out["impls"][name] = tuple(harness.geomean([ratios[c] * b200_floor[c][end] for c in cases])
                                        for end in (0, 1))
@@ -172,7 +177,7 @@ def calibration(record: dict, figures: dict) -> dict:
     ratios = {}
     for name, row in record["impls"].items():
         match = BOARD_ENTRY.match(name)
-        if match and match.group(1) in board and _number(row.get("geomean_us")):
+        if match and match.group(1) in board and estimable(row) and _number(row.get("geomean_us")):
             ratios[f"#{match.group(1)} ({name})"] = board[match.group(1)] / row["geomean_us"]
     if ratios:
         out["source"] = "board entries in this run"
@@ -188,7 +193,7 @@ def calibration(record: dict, figures: dict) -> dict:
     out["ratios"] = ratios
     out["ends"] = (f"entry {min(ratios, key=ratios.get)}", f"entry {max(ratios, key=ratios.get)}")
     for name, row in record["impls"].items():
-        if row.get("kind") not in ("copy", "reference") and _number(row.get("geomean_us")):
+        if estimable(row) and _number(row.get("geomean_us")):
             out["impls"][name] = (row["geomean_us"] * min(ratios.values()), row["geomean_us"] * max(ratios.values()))
     return out
 

@@ -159,3 +159,11 @@ def test_a_case_not_named_bxdxs_is_one_sentence(tmp_path):
     done = run_cli(["estimate", str(path)], {"POPCORN_API_URL": ""})
     assert done.returncode == 1 and "the case 'odd' is not named BxDxS" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_kernel_that_failed_a_check_gets_no_estimate_and_calibrates_nothing():
+    record = synthetic()
+    record["impls"]["submission"]["errors"] = {"8x4096x8192": "mismatch"}
+    record["impls"]["board1"] = dict(copy.deepcopy(record["impls"]["submission"]), kind="variant")
+    report = estimate.estimate(record, FIGURES, BOARD)
+    assert report["impls"] == {} and report["methods"][1]["source"].startswith("shipped")
