@@ -392,12 +392,12 @@ def judge_cmd(file, secret, json_out, dry_run):
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))
     history.append_entry(history.judge_entry(record))
+    if json_out:
+        json_out.write_text(json.dumps(record, indent=2))
     if record["public_s"] is not None:
         report = estimate.for_score(file.stem, record["public_s"] * 1e6, record["runner"], default_out("compare"))
         click.echo(estimate.format_estimate(report))
         record_estimates([file.stem], report)
-    if json_out:
-        json_out.write_text(json.dumps(record, indent=2))
     click.echo(judge.verdict_sentence(record))
     sys.exit(0 if record["verdict"] in ("ranked", "passed the tests") else 1)
 

@@ -237,7 +237,8 @@ def for_run(summary: dict, cases: list[str], device: str, commit: str, date: str
 
 def for_score(name: str, geomean_us: float, device: str, compare_dir: Path) -> dict:
     """The estimate of one measured geomean (judge's public score), beside the floor of the last compare run
-    recorded in compare_dir on this GPU, where there is one (its commit and date then head the estimate)."""
+    recorded in compare_dir on this GPU, where there is one (its commit and date then head the estimate;
+    the score and the floor come from two runs, so drift between them is in the estimate)."""
     path = Path(compare_dir) / "compare.json"
     record = {"device": device, "commit": history.git_commit(), "date": datetime.date.today().isoformat(),
               "cases": [], "impls": {}}
@@ -250,6 +251,7 @@ def for_score(name: str, geomean_us: float, device: str, compare_dir: Path) -> d
         record = found
     row = {"kind": "submission", "per_case_us": {}, "geomean_us": geomean_us}
     report = estimate(dict(record, impls={**{k: v for k, v in record["impls"].items() if k != name}, name: row}))
+    report["impls"] = {k: v for k, v in report["impls"].items() if k == name}  # the judged file's, not the run's rows
     if not record["impls"]:
         report["methods"][0]["missing"].insert(0, unread or f"no compare run of the {device} in {compare_dir}")
     return report

@@ -167,3 +167,8 @@ def test_a_kernel_that_failed_a_check_gets_no_estimate_and_calibrates_nothing():
     record["impls"]["board1"] = dict(copy.deepcopy(record["impls"]["submission"]), kind="variant")
     report = estimate.estimate(record, FIGURES, BOARD)
     assert report["impls"] == {} and report["methods"][1]["source"].startswith("shipped")
+
+
+def test_judge_s_estimate_shows_the_judged_file_only():
+    report = estimate.for_score("candidate", 13.0, "NVIDIA H200", RECORDED.parent)
+    assert list(report["impls"]) == ["candidate"]
