@@ -41,6 +41,7 @@ SAMPLES = 10
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 starts cold
 PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
+SHAPE_FIELDS = REQUIRED_FIELDS[:4]
 FAILED = 112
 BAD_TESTS_FILE = 113
 USAGE = 2
@@ -84,8 +85,38 @@ def time_limits(task: dict | None = None) -> dict:
 
 @dataclasses.dataclass
 class Case:
-    spec: str  # the line as the tests file gives it, echoed back in the results
+    """One case. `spec` is the runner's line (public seed), echoed back in the results; `args` are
+    generate_input's arguments, whose seed is the one timed (the secret-combined one in leaderboard mode)."""
+    spec: str
     args: dict
+    seed: int | None = None  # the line's own seed, before any secret is combined in
+
+    @property
+    def label(self) -> str:
+        return case_label(self.args)
+
+    def fields(self) -> dict:
+        return case_fields(self.args, self.seed)
+
+
+def case_label(args: dict) -> str:
+    """A case's one text form for people and for the keys of records: BxDxSxW."""
+    return "x".join(str(args[k]) for k in SHAPE_FIELDS)
+
+
+def parse_label(text: str, seed: int = 1234) -> dict:
+    """'BxDxSxW' or 'BxDxS' (W defaults to 4) -> generate_input's arguments."""
+    parts = text.lower().split("x")
+    if len(parts) not in (3, 4) or not all(_INTEGER.fullmatch(p) for p in parts) or min(map(int, parts)) < 1:
+        raise ValueError(f"shape {text!r} is not BxDxS or BxDxSxW with positive sizes")
+    B, D, S, *rest = map(int, parts)
+    return {"B": B, "D": D, "S": S, "W": rest[0] if rest else 4, "seed": seed}
+
+
+def case_fields(args: dict, public_seed: int | None = None) -> dict:
+    """What a record stores of a case: its sizes, its public seed and the seed actually timed."""
+    seed = args.get("seed") if public_seed is None else public_seed
+    return {**{k: args.get(k) for k in SHAPE_FIELDS}, "seed": seed, "timed_seed": args.get("seed")}
 
 
 def combine_seed(seed: int, secret: int) -> int:
@@ -124,9 +155,10 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
         not_int = [k for k in required if isinstance(args[k], bool)]
         if not_int:
             raise TaskError(f"{where}: {', '.join(not_int)} must be an integer, not true/false")
+        public_seed = args.get("seed")
         if secret is not None:
             args["seed"] = combine_seed(args["seed"], secret)
-        cases.append(Case(spec=line.strip(), args=args))
+        cases.append(Case(spec=line.strip(), args=args, seed=public_seed))
     if not cases:
         raise TaskError("the tests file holds no cases")
     return cases
@@ -572,7 +604,7 @@ def geomean(values) -> float:
 
 def case_record(case: Case, outcome: Outcome) -> dict:
     """What one case did, as data: reporters print it, tools read it (times in nanoseconds)."""
-    record = {"spec": case.spec, "args": dict(case.args), "ok": outcome.ok, "ran": outcome.ran,
+    record = {"spec": case.spec, "args": dict(case.args), "fields": case.fields(), "ok": outcome.ok, "ran": outcome.ran,
               "error": outcome.error, "detail": outcome.detail, "notes": list(outcome.notes), "wall_s": outcome.wall_s}
     if outcome.stats is not None:
         record["stats_ns"] = dataclasses.asdict(outcome.stats)

@@ -1,10 +1,13 @@
-"""The leaderboard loop from one command: test, bench, compare, tune, helion-tune, profile, submit, history.
+"""The leaderboard loop from one command: test, bench, compare, tune, search-check, tiles, helion-tune,
+profile, cases, submit, judge, remote (list, show, standings), history.
 
     python scripts/cli.py --help        (or: python -m scripts --help)
 
 Each command is a thin layer over plain functions in scripts/ and eval.py, which the tests call
-directly. Flags mean the same everywhere: FILE is the submission-style file (default submission.py),
---json FILE writes one report, --out DIR a folder of results, --dry-run changes nothing.
+directly. Each shared option is defined once below and means the same wherever it appears: FILE is
+the submission-style file (default submission.py), --shapes adds cases, --rep-ms is the timing window,
+--json FILE writes one report, --out DIR a folder of results, --dry-run writes nothing. The README's
+command table says which command takes which.
 """
 import datetime
 import json
@@ -25,6 +28,24 @@ from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, lead
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
                       type=click.Path(exists=True, dir_okay=False, path_type=Path))
+SHAPES = click.option("--shapes", multiple=True,
+                      help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small' (repeatable)")
+REP_MS = click.option("--rep-ms", default=float(harness.REP_MS["benchmark"]), show_default=True,
+                      help="timing window per measurement, in ms (the runner's)")
+JSON = click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the record here")
+
+
+def rounds_option(kept: str):
+    return click.option("--rounds", default=ROUNDS, show_default=True, help=f"interleaved rounds; {kept} is kept")
+
+
+def out_option(what: str, default: str):
+    return click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+                        help=f"folder for {what} [default: {default}]")
+
+
+def dry_run_option(does: str):
+    return click.option("--dry-run", is_flag=True, help=f"{does}; write nothing")
 
 
 def correctness_suite(path: Path) -> tuple[bool, str]:
@@ -98,7 +119,6 @@ def cli():
 
 TESTS_FILE = click.option("--tests-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                           help="cases in the runner's format instead of task.yml's")
-JSON = click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the report here")
 TIMEOUT = click.option("--timeout", type=float, callback=positive_seconds,
                        help="seconds the run may take (default: task.yml's)")
 
@@ -126,13 +146,11 @@ def bench(file, tests_file, json_out, timeout):
 @FILE
 @click.option("--variant", "variants", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="another submission-style file to time beside FILE (repeatable)")
-@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
-@click.option("--rounds", default=ROUNDS, show_default=True, help="interleaved rounds; the median round is kept")
-@click.option("--rep-ms", default=float(harness.REP_MS["benchmark"]), show_default=True,
-              help="timing window per measurement (the runner's)")
+@SHAPES
+@rounds_option("the median round")
+@REP_MS
 @click.option("--no-reference", is_flag=True, help="skip the slow cuDNN reference")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for compare.json and compare.png [default: results/runs/compare/GPU]")
+@out_option("compare.json and compare.png", "results/runs/compare/GPU")
 def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     """Time FILE beside the copies of x, the reference, torch.compile, Dao's kernel and the variants."""
     require_gpu("compare")
@@ -147,13 +165,11 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     ran = cmp.add_same_tile_copies(impls, cases)
     with click.progressbar(length=rounds * len(cases) * len(impls), label="timing", show_eta=True) as bar:
         raw = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
-    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()}, ran)
+    summary = cmp.summarize(raw, cases, impls, ran)
     device = harness.device_name()
     path = cmp.write_results(summary, cases, device, history.git_commit(), datetime.date.today().isoformat(),
                              out_dir or default_out("compare"))
-    for impl in listed:
-        if impl.kind in registry.OURS:
-            history.append_entry(history.compare_entry(impl.name, impl.kind, impl.file, summary[impl.name], device))
+    cmp.record_ours(listed, summary, cases, device)
     click.echo(cmp.format_table(summary, cases))
     report = estimate.for_run(summary, [cmp.case_name(a) for a in cases], device, history.git_commit(),
                               datetime.date.today().isoformat())
@@ -169,10 +185,10 @@ def record_estimates(names: list[str], report: dict) -> None:
 
 
 @cli.command()
-@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
-@click.option("--rounds", default=ROUNDS, show_default=True, help="rounds over the space; the best time is kept")
-@click.option("--rep-ms", default=50.0, show_default=True)
-@click.option("--dry-run", is_flag=True, help="show the new table and its diff, write nothing")
+@SHAPES
+@rounds_option("the best time")
+@REP_MS
+@dry_run_option("show the new table and its diff")
 def tune(shapes, rounds, rep_ms, dry_run):
     """Sweep (BLOCK, num_warps) per shape on this GPU and write the winners that beat the heuristic by its margin."""
     require_gpu("tune")
@@ -185,7 +201,8 @@ def tune(shapes, rounds, rep_ms, dry_run):
         results = tuner.sweep(module, gpu, cases, module.CONFIG_SPACE, rep_ms, rounds, progress=bar.update)
     for shape, timings in results.items():
         ranked = sorted(timings.items(), key=lambda kv: kv[1])
-        click.echo(f"{shape}: " + ", ".join(f"{cfg}={us:.2f}us" for cfg, us in ranked[:5]))
+        click.echo(f"{harness.case_label(dict(zip(harness.SHAPE_FIELDS, shape)))}: "
+                   + ", ".join(f"{configs.tile_label(cfg)}={us:.2f}us" for cfg, us in ranked[:5]))
     old = SUBMISSION.read_text()
     new = tuner.rewrite(old, module, gpu, results)
     click.echo(configs.diff(old, new, SUBMISSION.name) or "the table already holds the best configs")
@@ -198,13 +215,12 @@ def tune(shapes, rounds, rep_ms, dry_run):
 
 
 @cli.command(name="search-check")
-@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
+@SHAPES
 @click.option("--processes", default=3, show_default=True, type=click.IntRange(min=1),
               help="fresh processes the search runs in, per case")
-@click.option("--rounds", default=ROUNDS, show_default=True, help="rounds of tune's sweep; the best time is kept")
-@click.option("--rep-ms", default=50.0, show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for search_check.json [default: results/runs/search_check/GPU]")
+@rounds_option("the best time of tune's sweep")
+@REP_MS
+@out_option("search_check.json", "results/runs/search_check/GPU")
 def search_check(shapes, processes, rounds, rep_ms, out_dir):
     """The first-call search in fresh processes beside a full sweep in the same call: same pick, near the best?"""
     require_gpu("search-check")
@@ -229,12 +245,11 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 
 @cli.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--shapes", multiple=True, help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small'")
-@click.option("--rounds", default=ROUNDS, show_default=True, help="interleaved rounds; the median is kept")
-@click.option("--rep-ms", default=50.0, show_default=True)
+@SHAPES
+@rounds_option("the median")
+@REP_MS
 @click.option("--top", default=5, show_default=True, help="configs shown per kernel and case")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for tiles.json [default: results/runs/tiles/GPU]")
+@out_option("tiles.json", "results/runs/tiles/GPU")
 def tiles(files, shapes, rounds, rep_ms, top, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
     require_gpu("tiles")
@@ -263,9 +278,8 @@ def tiles(files, shapes, rounds, rep_ms, top, out_dir):
 @click.option("--timing", default="runner", show_default=True, type=click.Choice(("runner", "helion")),
               help="what ranks configs: the leaderboard's timing, or Helion's do_bench")
 @click.option("--tests", "with_tests", is_flag=True, help="also tune the test shapes")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for configs.json and Helion's search logs [default: results/helion/search]")
-@click.option("--dry-run", is_flag=True, help="search, but leave submissions/submission_helion.py as it is")
+@out_option("configs.json and Helion's search logs", "results/helion/search")
+@dry_run_option("search and print the picks, Helion's logs in a temporary folder")
 def helion_tune(effort, timing, with_tests, out_dir, dry_run):
     """Helion's autotuner on every task shape; its picks hard-coded into the Helion submission."""
     require_gpu("helion-tune")
@@ -274,7 +288,9 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
     shapes = [c.args for c in harness.cases_from_task("benchmarks")]
     if with_tests:
         shapes += [c.args for c in harness.cases_from_task("tests")]
-    helion_autotune.autotune(shapes, effort, timing, out_dir or ROOT / "results" / "helion" / "search",
+    if dry_run and out_dir is not None:
+        raise click.ClickException("--dry-run writes nothing, so it takes no --out")
+    helion_autotune.autotune(shapes, effort, timing, None if dry_run else out_dir or ROOT / "results" / "helion" / "search",
                              write=not dry_run, echo=click.echo)
     if not dry_run:
         click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated")
@@ -283,8 +299,7 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
 @cli.command()
 @FILE
 @click.option("--case", "case_index", default=0, show_default=True, help="which leaderboard case (0-based)")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="folder for ncu's raw CSV and the table [default: results/runs/profile/GPU]")
+@out_option("ncu's raw CSV and the table", "results/runs/profile/GPU")
 def profile(file, case_index, out_dir):
     """Nsight Compute on one leaderboard case: FILE beside the fastest copy of x, side by side."""
     from scripts import ncu_profile as prof
@@ -318,7 +333,7 @@ def cases(which):
 @click.option("--gpu", help="override the file's '#!POPCORN gpu'")
 @click.option("--leaderboard", "board", help="override the file's '#!POPCORN leaderboard'")
 @click.option("--yes", is_flag=True, help="do not ask before a ranked (leaderboard) submission")
-@click.option("--dry-run", is_flag=True, help="run the preflight and print the popcorn command only")
+@dry_run_option("run the preflight and print the popcorn command only")
 def submit(file, mode, gpu, board, yes, dry_run):
     """Preflight FILE, then submit it through popcorn-cli and record what the server says."""
     try:
@@ -342,23 +357,13 @@ def submit(file, mode, gpu, board, yes, dry_run):
         click.confirm(f"Submit {file.name} for a ranked run on {checked['gpu']}?", abort=True)
     submitted = leaderboard.submit(file, mode, checked, history.REMOTE, echo=click.echo)
     history.append_entry(history.submission_entry(submitted))
-    parsed, status, output = submitted["parsed"], submitted["status"], submitted["output"]
-    click.echo(f"recorded: submission {parsed['submission_id'] or '(no id)'}, {status}"
-               + "".join(f", {run['mode']} {'secret' if run['secret'] else 'public'} "
-                         + (f"{run['score_us']:.2f} us" if run["score_us"] is not None else
-                            ("passed" if run["passed"] else "failed")) + f" on {run['runner']}"
-                         for run in remote.ranked_runs(parsed)))
-    if status == "interrupted":
-        click.echo(f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}", err=True)
-        sys.exit(harness.INTERRUPTED)
-    if status == "refused":
-        raise click.ClickException(f"refused, {parsed['message']} popcorn's output is saved in {output}")
-    if status == "no score found":
-        raise click.ClickException(f"no score found in popcorn's output (exit {submitted['code']}): it is saved in"
-                                   f" {output}")
-    if submitted["code"] != 0 or status in ("failed", "timed_out", "hacked", "unranked"):
-        raise click.ClickException(f"popcorn exited with {submitted['code']}, {status}: "
-                                   f"{parsed['message'] or 'see'} ({output})")
+    click.echo(leaderboard.recorded_line(submitted))
+    failure = leaderboard.submit_failure(submitted)
+    if failure is not None and failure[0] == harness.INTERRUPTED:
+        click.echo(failure[1], err=True)
+        sys.exit(failure[0])
+    if failure is not None:
+        raise click.ClickException(failure[1])
 
 
 @cli.command(name="estimate")
@@ -375,8 +380,8 @@ def estimate_cmd(compare_json):
 @cli.command(name="judge")
 @FILE
 @click.option("--seed", "secret", type=click.IntRange(min=1), help="the secret chain's seed (default: random, recorded)")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the judge's record here")
-@click.option("--dry-run", is_flag=True, help="name the steps, run nothing")
+@JSON
+@dry_run_option("name the steps, run nothing")
 def judge_cmd(file, secret, json_out, dry_run):
     """The runner's whole chain on this machine: compile step, test, benchmark, leaderboard, each a
     fresh process, once with the published seeds and once with a secret seed; popcorn's report."""
@@ -475,10 +480,7 @@ def remote_standings(gpu, top):
         standings = remote.fetch_standings(api_url, leaderboard.LEADERBOARD, gpu, cli_id, limit=max(top, 100))
     except remote.RemoteError as error:
         raise click.ClickException(str(error)) from None
-    ours = [public for public, _ in (history.remote_scores(e) for e in read_history()
-                                     if e.get("gpu") == gpu and e.get("source") in history.REMOTE_SOURCES)
-            if public is not None]
-    click.echo(remote.format_standings(standings, min(ours) if ours else None, top))
+    click.echo(remote.format_standings(standings, history.best_public(read_history(), gpu), top))
     board, said = leaderboard.ask_board(leaderboard.LEADERBOARD)
     if board is not None and remote.deadline_passed(board):
         click.echo(f"deadline: {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')}, passed: this ranking is final"

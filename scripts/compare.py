@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import eval as harness  # the leaderboard's timing
-from scripts import baselines, registry
+from scripts import baselines, configs, history, registry
 
 SHAPE_SETS = {
     "large": ["4x2560x4096x4", "8x4096x8192x4"],
@@ -20,25 +20,12 @@ SHAPE_SETS = {
 FLOOR = "floor"  # the row of per-case minima over the copies: the fastest copy of x of each case in this run
 
 
-def parse_shape(text: str, seed: int = 1234) -> dict:
-    """'BxDxS' or 'BxDxSxW' (W defaults to 4) -> generate_input's arguments."""
-    parts = [int(p) for p in text.lower().split("x")]
-    if len(parts) not in (3, 4) or min(parts) < 1:
-        raise ValueError(f"shape {text!r} is not BxDxS or BxDxSxW with positive sizes")
-    B, D, S = parts[:3]
-    return {"B": B, "D": D, "S": S, "W": parts[3] if len(parts) == 4 else 4, "seed": seed}
-
-
-def case_name(args: dict) -> str:
-    return f"{args['B']}x{args['D']}x{args['S']}" + (f"/W{args['W']}" if args["W"] != 4 else "")
-
-
 def resolve_cases(shapes: list[str]) -> list[dict]:
     """The leaderboard's benchmark cases, then any named set ('large', 'small') or explicit shapes."""
     cases = [c.args for c in harness.cases_from_task("benchmarks")]
     for item in shapes:
         for shape in SHAPE_SETS.get(item, [item]):
-            cases.append(parse_shape(shape))
+            cases.append(harness.parse_label(shape))
     return cases
 
 
@@ -80,7 +67,7 @@ def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
                 tile = tuple(tile_for(data))
             except Exception:  # its check reports the failure; no tile to set beside it
                 continue
-            ran.setdefault(name, {})[case_name(args)] = tile
+            ran.setdefault(name, {})[harness.case_label(args)] = tile
             impls.setdefault(baselines.copy_name(*tile), ("copy", baselines.triton_copy(*tile)))
     return ran
 
@@ -90,17 +77,17 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
     import reference
 
     results = {name: {} for name in impls}
-    inputs = {case_name(a): reference.generate_input(**a) for a in cases}
+    inputs = {harness.case_label(a): reference.generate_input(**a) for a in cases}
     for name, (kind, fn) in impls.items():
         for args in cases:
             if kind == "copy":  # a copy is not expected to match
                 continue
             problem = check_impl(fn, args)
             if problem:
-                results[name][case_name(args)] = {"error": problem}
+                results[name][harness.case_label(args)] = {"error": problem}
     for _ in range(rounds):
         for args in cases:
-            key = case_name(args)
+            key = harness.case_label(args)
             for name, (_, fn) in impls.items():
                 entry = results[name].setdefault(key, {"rounds_us": []})
                 if "error" not in entry:
@@ -119,15 +106,16 @@ def _ratios(per_case_us: dict, against: dict) -> dict:
     return {k: (v / against[k] if v and against.get(k) else None) for k, v in per_case_us.items()}
 
 
-def summarize(results: dict, cases: list[dict], kinds: dict, ran: dict | None = None) -> dict:
+def summarize(results: dict, cases: list[dict], impls: dict, ran: dict | None = None) -> dict:
     """The compare.json 'impls' block: kind, per-case microseconds, geomean, ratios to torch's copy and the floor,
     and for each of ours in `ran` (add_same_tile_copies) its time over the copy at the tile it ran.
-    `kinds` maps each implementation's name to its registry kind."""
-    leaderboard = [case_name(c.args) for c in harness.cases_from_task("benchmarks")]
+    `impls` is build_impls' {name: (kind, function)}."""
+    kinds = {name: kind for name, (kind, _) in impls.items()}
+    leaderboard = [harness.case_label(c.args) for c in harness.cases_from_task("benchmarks")]
     per_case = {name: {k: v.get("us") for k, v in entries.items()} for name, entries in results.items()}
     copies = [times for name, times in per_case.items() if kinds[name] == "copy"]
-    per_case[FLOOR] = {case_name(a): min((t[case_name(a)] for t in copies if t.get(case_name(a))), default=None)
-                       for a in cases}
+    labels = [harness.case_label(a) for a in cases]
+    per_case[FLOOR] = {label: min((t[label] for t in copies if t.get(label)), default=None) for label in labels}
     kinds = dict(kinds, **{FLOOR: "copy"})
     torch_copy = per_case.get(registry.TORCH_COPY, {})
 
@@ -135,10 +123,10 @@ def summarize(results: dict, cases: list[dict], kinds: dict, ran: dict | None = 
         values = [times.get(k) for k in leaderboard]
         return harness.geomean(values) if all(values) else None
 
-    impls = {}
+    rows = {}
     for name, times in per_case.items():
         g = geo(times)
-        impls[name] = {"kind": kinds[name], "per_case_us": times, "geomean_us": g,
+        rows[name] = {"kind": kinds[name], "per_case_us": times, "geomean_us": g,
                        "vs_copy": g / geo(torch_copy) if g and geo(torch_copy) else None,
                        "vs_floor": g / geo(per_case[FLOOR]) if g and geo(per_case[FLOOR]) else None,
                        "per_case_vs_copy": _ratios(times, torch_copy),
@@ -149,23 +137,23 @@ def summarize(results: dict, cases: list[dict], kinds: dict, ran: dict | None = 
             same_tile[case] = {"tile": list(tile), "copy_us": copy_us,
                                "vs_same_tile_copy": times[case] / copy_us if times.get(case) and copy_us else None}
         if same_tile:
-            impls[name]["same_tile"] = same_tile
+            rows[name]["same_tile"] = same_tile
         errors = {k: v["error"] for k, v in results.get(name, {}).items() if "error" in v}
         if errors:
-            impls[name]["errors"] = errors
-    return impls
+            rows[name]["errors"] = errors
+    return rows
 
 
 def _same_tile_cell(cell) -> str:
     if not cell:
         return "-"
-    tile = f"{cell['tile'][0]}/{cell['tile'][1]}"
+    tile = configs.tile_label(cell["tile"])
     return f"{tile} {cell['vs_same_tile_copy']:.3f}" if cell["vs_same_tile_copy"] else f"{tile} -"
 
 
 def format_table(impls: dict, cases: list[dict]) -> str:
     """Microseconds per case with the ratio to the floor beside each, fastest implementation first."""
-    names = [case_name(a) for a in cases]
+    names = [harness.case_label(a) for a in cases]
     width = max(len(n) for n in impls) + 2
 
     def number(value, spec):
@@ -201,7 +189,7 @@ def write_results(impls: dict, cases: list[dict], device: str, commit: str, date
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "compare.json"
     path.write_text(json.dumps({"device": device, "commit": commit, "date": date,
-                                "cases": [case_name(a) for a in cases], "impls": impls}, indent=2))
+                                "cases": [harness.case_label(a) for a in cases], "impls": impls}, indent=2))
     plot_bars(impls, cases, out_dir / "compare.png", f"{device}, commit {commit}, {date}")
     return path
 
@@ -215,7 +203,7 @@ def plot_bars(impls: dict, cases: list[dict], out: Path, subtitle: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    names = [case_name(a) for a in cases]
+    names = [harness.case_label(a) for a in cases]
     order = [n for n, e in sorted(impls.items(), key=lambda kv: kv[1]["geomean_us"] or float("inf"))]
     fig, ax = plt.subplots(figsize=(min(16, max(8, 0.25 * len(names) * len(order))), 4.5))
     width = 0.8 / len(order)
@@ -232,3 +220,11 @@ def plot_bars(impls: dict, cases: list[dict], out: Path, subtitle: str) -> bool:
     fig.savefig(out)
     plt.close(fig)
     return True
+
+
+def record_ours(listed: list, summary: dict, cases: list[dict], device: str) -> int:
+    """One history line per file of ours (the registry's OURS kinds) in a compare run: how many were written."""
+    ours = [impl for impl in listed if impl.kind in registry.OURS]
+    for impl in ours:
+        history.append_entry(history.compare_entry(impl.name, impl.kind, impl.file, summary[impl.name], cases, device))
+    return len(ours)

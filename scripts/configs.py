@@ -27,6 +27,13 @@ def read_table(text: str) -> tuple[str, dict]:
     return body[0].targets[0].id, ast.literal_eval(body[0].value)
 
 
+def tile_label(config) -> str:
+    """A tile's or config's one text form: its numbers joined by '/' (1024/1, 2048/4/8); a control file
+    (the search's third entry) shows as ' +acf'. Records hold the config itself, as a list."""
+    numbers = "/".join(str(v) for v in config if isinstance(v, int) and not isinstance(v, bool))
+    return numbers + (" +acf" if any(isinstance(v, str) and v for v in config) else "")
+
+
 WIDTH = 110
 
 

@@ -15,6 +15,7 @@ import functools
 import importlib.metadata
 import json
 import math
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,32 +62,42 @@ def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path) 
 
     import reference
 
-    B, D, S, W = args["B"], args["D"], args["S"], args["W"]
+    B, D, S = args["B"], args["D"], args["S"]
     x, weight, bias = reference.generate_input(**args)
     hooks = dict(autotuner_fn=runner_timed_autotuner, autotune_benchmark_fn=runner_bench) if timing == "runner" else {}
     kernel = helion.kernel(module.conv1d_groups, static_shapes=True, autotune_effort=effort,
-                           autotune_log=str(out_dir / f"search_{B}x{D}x{S}x{W}"), **hooks)
+                           autotune_log=str(out_dir / f"search_{harness.case_label(args)}"), **hooks)
     grouped = (x.view(B * D, S // 4, 4), weight, bias)
     start = time.time()
     config = kernel.bind(grouped).autotune(grouped, force=True)
     return {"config": dict(config), "seconds": round(time.time() - start, 1)}
 
 
-def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path, write: bool, echo=print,
+def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path | None, write: bool, echo=print,
              path: Path = HELION_SUBMISSION) -> dict:
     """Every shape in turn; configs.json rewritten and (with write) the file's table updated after each,
-    so a search cut short still leaves what it found."""
+    so a search cut short still leaves what it found. out_dir None (a dry run): Helion's logs go to a
+    temporary folder that is removed, and nothing is written."""
+    if out_dir is None:
+        with tempfile.TemporaryDirectory(prefix="helion-dry-run-") as scratch:
+            return _autotune(shapes, effort, timing, Path(scratch), False, echo, path, keep=False)
+    return _autotune(shapes, effort, timing, out_dir, write, echo, path, keep=True)
+
+
+def _autotune(shapes, effort, timing, out_dir: Path, write: bool, echo, path: Path, keep: bool) -> dict:
     module = harness.load_submission(path, "submission_helion")
     out_dir.mkdir(parents=True, exist_ok=True)
     found = {}
     for args in shapes:
-        shape = (args["B"], args["D"], args["S"], args["W"])
+        shape = tuple(args[k] for k in harness.SHAPE_FIELDS)  # the key of the file's config table
         found[shape] = autotune_shape(module, args, effort, timing, out_dir)
-        echo(f"{shape}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
-        (out_dir / "configs.json").write_text(json.dumps(
-            {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
-             "effort": effort, "timing": timing,
-             "configs": {",".join(map(str, k)): v for k, v in found.items()}}, indent=2))
+        echo(f"{harness.case_label(args)}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
+        if keep:
+            (out_dir / "configs.json").write_text(json.dumps(
+                {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
+                 "effort": effort, "timing": timing,
+                 "configs": {harness.case_label(dict(zip(harness.SHAPE_FIELDS, k))): v for k, v in found.items()}},
+                indent=2))
         if write:
             path.write_text(configs.rewrite(path.read_text(), {shape: found[shape]["config"]}))
     return found

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import eval as harness
 from scripts import ROOT
 from scripts.remote import ranked_runs, utc_time
 
@@ -50,12 +51,13 @@ def workspace_path(path) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
-def make_entry(*, source: str, mode: str, kind: str, gpu: str, file, per_case_us: dict, geomean_us,
+def make_entry(*, source: str, mode: str, kind: str, gpu: str, file, timed_cases: list, geomean_us,
                outcome: str, **extra) -> dict:
-    """A local measurement of one of our files: kind is the registry's (submission or variant)."""
+    """A local measurement of one of our files: kind is the registry's (submission or variant); timed_cases
+    holds each case's fields (eval.case_fields) with its mean_us."""
     entry = {"time": now(), "commit": git_commit(), "file": workspace_path(file),
              "file_hash": file_hash(file) if Path(file).is_file() else None, "gpu": gpu, "kind": kind,
-             "source": source, "mode": mode, "per_case_us": per_case_us, "geomean_us": geomean_us,
+             "source": source, "mode": mode, "timed_cases": timed_cases, "geomean_us": geomean_us,
              "outcome": outcome}
     entry.update(extra)
     return entry
@@ -63,9 +65,9 @@ def make_entry(*, source: str, mode: str, kind: str, gpu: str, file, per_case_us
 
 def eval_entry(run: dict, submission, device: str) -> dict:
     """A timed eval.py run (a run record of eval.run_suite)."""
-    per_case = {c["spec"]: c["stats_ns"]["mean"] / 1e3 for c in run["cases"] if "stats_ns" in c}
+    timed = [{**c["fields"], "mean_us": c["stats_ns"]["mean"] / 1e3} for c in run["cases"] if "stats_ns" in c]
     return make_entry(source="eval", mode=run["mode"], kind="submission", gpu=device, file=submission,
-                      per_case_us=per_case, geomean_us=run.get("geomean_us"),
+                      timed_cases=timed, geomean_us=run.get("geomean_us"),
                       outcome="pass" if run["passed"] else "fail")
 
 
@@ -76,10 +78,11 @@ def record_report(report: dict) -> None:
             append_entry(eval_entry(run, report["submission"], report["device"]))
 
 
-def compare_entry(name: str, kind: str, file, summary: dict, device: str) -> dict:
-    """One of our files' row of a compare run (compare.summarize's entry for it)."""
-    return make_entry(source="compare", mode=name, kind=kind, gpu=device, file=file,
-                      per_case_us=summary["per_case_us"], geomean_us=summary["geomean_us"],
+def compare_entry(name: str, kind: str, file, summary: dict, cases: list[dict], device: str) -> dict:
+    """One of our files' row of a compare run (compare.summarize's entry for it, over these cases' args)."""
+    timed = [{**harness.case_fields(args), "mean_us": summary["per_case_us"].get(harness.case_label(args))}
+             for args in cases]
+    return make_entry(source="compare", mode=name, kind=kind, gpu=device, file=file, timed_cases=timed, geomean_us=summary["geomean_us"],
                       outcome="fail" if summary.get("errors") else "pass",
                       vs_copy=summary["vs_copy"], vs_floor=summary["vs_floor"])
 
@@ -88,6 +91,37 @@ def estimate_entry(fields: dict) -> dict:
     """A B200 estimate of one row (estimate.history_fields): kind 'estimate', no geomean, so never a score nor ranked."""
     return {"time": now(), "kind": "estimate", "source": "estimate", "geomean_us": None,
             "outcome": f"estimate {fields['low_us']:.2f}-{fields['high_us']:.2f} us B200", **fields}
+
+
+def _fields_of(text: str) -> dict | None:
+    """An older entry's case key: the runner's line ('B: 1; D: 1536; ...'), or BxDxS[xW] or BxDxS/W3 (compare)."""
+    try:
+        case = harness.parse_tests(text)[0]
+        return case.fields()
+    except harness.TaskError:
+        pass
+    shape, _, width = text.partition("/W")
+    try:
+        args = harness.parse_label(shape + (f"x{width}" if width else ""), seed=None)
+    except ValueError:
+        return None
+    return harness.case_fields(args)
+
+
+def case_times(entry: dict) -> list[dict]:
+    """Each timed case of an entry as its fields with mean_us, whichever form it was written in: timed_cases
+    (now), per_case_us keyed by a string (older lines), or the server's per-case rows (remote entries)."""
+    if isinstance(entry.get("timed_cases"), list):
+        return [dict(c) for c in entry["timed_cases"] if isinstance(c, dict)]
+    keyed = dict(entry["per_case_us"]) if isinstance(entry.get("per_case_us"), dict) else {}
+    keyed.update({c["spec"]: c["mean_us"] for c in entry.get("cases") or []
+                  if isinstance(c, dict) and isinstance(c.get("spec"), str) and "mean_us" in c})
+    times = []
+    for text, us in keyed.items():
+        fields = _fields_of(str(text))
+        if fields is not None:
+            times.append({**fields, "mean_us": us})
+    return times
 
 
 def append_entry(entry: dict, path: Path | None = None) -> None:
@@ -122,6 +156,8 @@ def problem(entry) -> str | None:
             return f"{key} is {type(value).__name__} {value!r}"
     if utc_time(entry["time"]) is None:
         return f"time {entry['time']!r} is not an ISO date"
+    if not isinstance(entry.get("timed_cases", []), list):
+        return f"timed_cases is {type(entry['timed_cases']).__name__}"
     for key in ("score_us", "per_case_us"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
             return f"{key} is {type(entry[key]).__name__} {entry[key]!r}"
@@ -221,6 +257,14 @@ def remote_scores(entry: dict) -> tuple[float | None, float | None]:
     return public, secret
 
 
+def best_public(entries: list[dict], gpu: str) -> float | None:
+    """Our best public ranked score on this GPU, in microseconds, over the server's records (None: none)."""
+    ours = [public for public, _ in (remote_scores(e) for e in entries
+                                     if e.get("gpu") == gpu and e.get("source") in REMOTE_SOURCES)
+            if public is not None]
+    return min(ours) if ours else None
+
+
 def by_file(entries: list[dict]) -> str:
     """Per submitted file (by content hash): its best local geomean per GPU beside its remote scores."""
     files = {}
@@ -291,7 +335,7 @@ def judge_entry(record: dict) -> dict:
              "score_us": r["score"] * 1e6 if r["score"] is not None else None} for r in record["runs"]]
     outcome = {"ranked": "pass", "passed the tests": "tests passed"}.get(record["verdict"], record["verdict"])
     return make_entry(source=LOCAL_RANKED, mode="leaderboard", kind="submission", gpu=record["runner"],
-                      file=record["file"], per_case_us={}, outcome=outcome, runs=runs,
+                      file=record["file"], timed_cases=[], outcome=outcome, runs=runs,
                       geomean_us=record["public_s"] * 1e6 if record["public_s"] is not None and outcome == "pass" else None,
                       secret_us=record["secret_s"] * 1e6 if record["secret_s"] is not None else None,
                       secret_seed=record["secret_seed"], hidden_by=record["hidden_by"])

@@ -429,6 +429,31 @@ def submit(file: Path, mode: str, checked: dict, output_dir: Path, echo=print) -
             "output": output, "code": code, "status": status, "parsed": parsed, "signal": interrupted}
 
 
+def recorded_line(submitted: dict) -> str:
+    """One line for a person: the submission's id, its status and each ranked run's score or verdict."""
+    parsed = submitted["parsed"]
+    runs = "".join(f", {run['mode']} {'secret' if run['secret'] else 'public'} "
+                   + (f"{run['score_us']:.2f} us" if run["score_us"] is not None else
+                      ("passed" if run["passed"] else "failed")) + f" on {run['runner']}"
+                   for run in remote.ranked_runs(parsed))
+    return f"recorded: submission {parsed['submission_id'] or '(no id)'}, {submitted['status']}{runs}"
+
+
+def submit_failure(submitted: dict) -> tuple[int, str] | None:
+    """(exit code, why) when a submit did not end well, else None: interrupted exits with the harness's
+    INTERRUPTED, every other failure with 1."""
+    parsed, status, output, code = submitted["parsed"], submitted["status"], submitted["output"], submitted["code"]
+    if status == "interrupted":
+        return harness.INTERRUPTED, f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}"
+    if status == "refused":
+        return 1, f"refused, {parsed['message']} popcorn's output is saved in {output}"
+    if status == "no score found":
+        return 1, f"no score found in popcorn's output (exit {code}): it is saved in {output}"
+    if code != 0 or status in ("failed", "timed_out", "hacked", "unranked"):
+        return 1, f"popcorn exited with {code}, {status}: {parsed['message'] or 'see'} ({output})"
+    return None
+
+
 def _last_words(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""

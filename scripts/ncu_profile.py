@@ -89,12 +89,13 @@ def fastest_copy(args: dict) -> tuple[int, int]:
 def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     block, warps = fastest_copy(args)
-    shape = [str(args[k]) for k in ("B", "D", "S", "W", "seed")]
-    targets = {Path(file).stem: [str(Path(file).resolve())], f"triton_copy_{block}_{warps}": [f"copy:{block}:{warps}"]}
+    shape = [str(args[k]) for k in harness.REQUIRED_FIELDS]
+    label = harness.case_label(args)
+    targets = {Path(file).stem: [str(Path(file).resolve())], baselines.copy_name(block, warps): [f"copy:{block}:{warps}"]}
     results = {}
     for name, spec in targets.items():
-        csv_out = out_dir / f"{name}_{'x'.join(shape[:4])}.csv"
-        echo(f"ncu: {name} on {'x'.join(shape[:4])}")
+        csv_out = out_dir / f"{name}_{label}.csv"
+        echo(f"ncu: {name} on {label}")
         proc = subprocess.run(ncu_command([sys.executable, "-m", "scripts.ncu_profile", *spec, *shape], csv_out),
                               cwd=ROOT, capture_output=True, text=True)
         text = csv_out.read_text() if csv_out.exists() else ""
@@ -106,7 +107,7 @@ def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> s
                                f"{(proc.stderr.strip() or text.strip())[-500:]}")
         results[name] = parse_raw_csv(text)
     table = format_side_by_side(results)
-    (out_dir / f"profile_{'x'.join(shape[:4])}.txt").write_text(table + "\n")
+    (out_dir / f"profile_{label}.txt").write_text(table + "\n")
     return table
 
 

@@ -11,7 +11,8 @@ import os
 import subprocess
 import sys
 
-from scripts import ROOT, SUBMISSION
+import eval as harness
+from scripts import ROOT, SUBMISSION, configs
 
 # The child: the search on one case's input, as submission.choose runs it on a first call; its record on stdout.
 _CHILD = """
@@ -67,7 +68,7 @@ def verdict(picks: list, sweep_us: dict, margin: float) -> dict:
 
 def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progress=None) -> dict:
     """{case: verdict plus the processes' pick lines and the sweep}: the searches first, then the sweep."""
-    from scripts import baselines, compare, tune
+    from scripts import baselines, tune
 
     module = baselines.load_kernel_file(SUBMISSION, "submission")
     gpu = module.gpu_key(0)
@@ -78,23 +79,19 @@ def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progres
         sweep_us = next(iter(sweep.values()))
         entry = verdict([record["pick"] for record in records], sweep_us, module.TUNE_MARGIN)
         entry["lines"] = [record["line"] for record in records]
-        entry["sweep_us"] = {f"{b}/{w}": us for (b, w), us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
-        results[compare.case_name(args)] = entry
+        entry["sweep_us"] = {configs.tile_label(tile): us for tile, us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
+        results[harness.case_label(args)] = entry
     return results
-
-
-def _tile(config) -> str:
-    return f"{config[0]}/{config[1]}" + (" +acf" if len(config) > 2 and config[2] else "")
 
 
 def format_table(results: dict, margin: float) -> str:
     lines = [f"{'case':<16}{'picks (one a process)':<34}{'sweep best':<12}{'pick / best':<24}verdict"]
     for case, entry in results.items():
-        picks = ", ".join(_tile(p) for p in entry["picks"])
+        picks = ", ".join(configs.tile_label(p) for p in entry["picks"])
         ratios = ", ".join(f"{r:.3f}" if r else "-" for r in entry["pick_vs_sweep_best"])
         why = ("holds" if entry["holds"] else
                "MISSED: the processes disagree" if not entry["agree"] else f"MISSED: over {1 + margin:.2f}x the best")
-        lines.append(f"{case:<16}{picks:<34}{_tile(entry['sweep_best']):<12}{ratios:<24}{why}")
+        lines.append(f"{case:<16}{picks:<34}{configs.tile_label(entry['sweep_best']):<12}{ratios:<24}{why}")
     lines.append(f"the search holds on a case when every process picked the same config and it is within "
                  f"{margin:.0%} of the sweep's best (the runner's timing, same call)")
     return "\n".join(lines)

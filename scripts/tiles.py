@@ -11,7 +11,7 @@ num_warps) and launch(x, weight, bias, out, *config).
 import statistics
 
 import eval as harness
-from scripts import baselines, compare
+from scripts import baselines, configs
 
 
 def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
@@ -44,7 +44,7 @@ def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress
                 timings[group][key].append(harness.time_protocol(run, rep_ms).mean / 1e3)
                 if progress:
                     progress(1)
-        results[compare.case_name(args)] = {
+        results[harness.case_label(args)] = {
             group: ({key: statistics.median(values) for key, values in entries.items()} if group != "errors" else entries)
             for group, entries in timings.items()}
     return results
@@ -81,9 +81,9 @@ def summarize(results: dict) -> dict:
             per_case["kernels"][name] = {
                 "best": list(best), "best_us": timings[best], "best_vs_floor": timings[best] / floor,
                 "best_vs_same_tile_copy": timings[best] / copies[best[:2]],
-                "configs": {str(list(c)): {"us": us, "vs_same_tile_copy": us / copies[c[:2]], "vs_floor": us / floor}
+                "configs": {configs.tile_label(c): {"us": us, "vs_same_tile_copy": us / copies[c[:2]], "vs_floor": us / floor}
                             for c, us in sorted(timings.items(), key=lambda kv: kv[1])}}
-        per_case["copies"] = {f"{b}/{w}": us for (b, w), us in sorted(copies.items(), key=lambda kv: kv[1])}
+        per_case["copies"] = {configs.tile_label(tile): us for tile, us in sorted(copies.items(), key=lambda kv: kv[1])}
         per_case["errors"] = groups["errors"]
         summary[case] = per_case
     return summary
@@ -93,7 +93,7 @@ def format_table(summary: dict, top: int = 5) -> str:
     """Per case: the floor, then each kernel's fastest configs with the same-tile copy beside them."""
     lines = []
     for case, entry in summary.items():
-        lines.append(f"{case}: floor {entry['floor_us']:.2f} us (copy {entry['floor_tile'][0]}/{entry['floor_tile'][1]})")
+        lines.append(f"{case}: floor {entry['floor_us']:.2f} us (copy {configs.tile_label(entry['floor_tile'])})")
         for name, kernel in entry["kernels"].items():
             for config, row in list(kernel["configs"].items())[:top]:
                 lines.append(f"  {name:<16}{config:<18}{row['us']:8.2f} us  {row['vs_same_tile_copy']:6.3f}x same-tile copy"

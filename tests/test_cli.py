@@ -139,7 +139,7 @@ def test_history_appends_start_on_a_new_line(tmp_path):
 def test_history_lines_are_whole_json_objects(tmp_path):
     path = tmp_path / "h.jsonl"
     entry = history.make_entry(source="eval", mode="benchmark", kind="submission", gpu="cpu", file=ROOT / "submission.py",
-                               per_case_us={"a": 1.0}, geomean_us=1.0, outcome="pass")
+                               timed_cases=[], geomean_us=1.0, outcome="pass")
     history.append_entry(entry, path)
     line = path.read_text()
     assert line.endswith("\n") and json.loads(line)["file_hash"] == history.file_hash(ROOT / "submission.py")
@@ -185,7 +185,7 @@ def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch
     copy.write_text((ROOT / "submission.py").read_text())
     module = load_kernel_file(copy, "submission_under_tune")
     before = dict(module.CONFIGS)
-    results = tune.sweep(module, "cpu", [cmp.parse_shape("1x2x40x4")], [(64, 1), (128, 1)], rep_ms=1)
+    results = tune.sweep(module, "cpu", [harness.parse_label("1x2x40x4")], [(64, 1), (128, 1)], rep_ms=1)
     assert module.CONFIGS == before  # the sweep leaves the table as it found it
     assert set(results[(1, 2, 40, 4)]) == {(64, 1), (128, 1)}
 
@@ -237,24 +237,24 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     impls.pop("torch_compile")  # compiling needs a C++ toolchain run; its mechanics are the same
     assert {"copy", "triton_copy_1024_1", "triton_copy_2048_2", "triton_copy_4096_4", "triton_copy_8192_8",
             "tma_copy_2x256_1w_3s_16sm"} <= set(impls)
-    cases = [cmp.parse_shape("1x3x40x4"), cmp.parse_shape("2x2x33x3")]
+    cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
     ran = cmp.add_same_tile_copies(impls, cases)
-    assert ran == {"submission": {"1x3x40": (64, 1), "2x2x33/W3": (64, 1)}}  # the wrong variant says no tile
+    assert ran == {"submission": {"1x3x40x4": (64, 1), "2x2x33x3": (64, 1)}}  # the wrong variant says no tile
     assert impls["triton_copy_64_1"][0] == "copy"  # the copy at the submission's tile is timed beside it
     ticks = []
     raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
     assert len(ticks) == 2 * len(cases) * len(impls)
-    summary = cmp.summarize(raw, cases, {name: kind for name, (kind, _) in impls.items()}, ran)
-    same = summary["submission"]["same_tile"]["1x3x40"]
-    assert same["tile"] == [64, 1] and same["copy_us"] == summary["triton_copy_64_1"]["per_case_us"]["1x3x40"]
-    assert same["vs_same_tile_copy"] == summary["submission"]["per_case_us"]["1x3x40"] / same["copy_us"]
+    summary = cmp.summarize(raw, cases, impls, ran)
+    same = summary["submission"]["same_tile"]["1x3x40x4"]
+    assert same["tile"] == [64, 1] and same["copy_us"] == summary["triton_copy_64_1"]["per_case_us"]["1x3x40x4"]
+    assert same["vs_same_tile_copy"] == summary["submission"]["per_case_us"]["1x3x40x4"] / same["copy_us"]
     assert summary["wrong_variant"]["kind"] == "variant" and summary["triton_copy_1024_1"]["kind"] == "copy"
-    assert len(raw["submission"]["1x3x40"]["rounds_us"]) == 2
-    assert "1x3x40" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40"]
+    assert len(raw["submission"]["1x3x40x4"]["rounds_us"]) == 2
+    assert "1x3x40x4" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40x4"]
     copies = [name for name, entry in summary.items() if entry["kind"] == "copy" and name != cmp.FLOOR]
-    assert summary["floor"]["per_case_us"]["1x3x40"] == min(summary[c]["per_case_us"]["1x3x40"] for c in copies)
-    ratio = summary["submission"]["per_case_vs_floor"]["1x3x40"]
-    assert ratio == summary["submission"]["per_case_us"]["1x3x40"] / summary["floor"]["per_case_us"]["1x3x40"]
+    assert summary["floor"]["per_case_us"]["1x3x40x4"] == min(summary[c]["per_case_us"]["1x3x40x4"] for c in copies)
+    ratio = summary["submission"]["per_case_vs_floor"]["1x3x40x4"]
+    assert ratio == summary["submission"]["per_case_us"]["1x3x40x4"] / summary["floor"]["per_case_us"]["1x3x40x4"]
     table = cmp.format_table(summary, cases)
     assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table and "vs floor" in table
     same_tile_row = next(line for line in table.splitlines() if line.startswith("submission") and "64/1" in line)
@@ -269,7 +269,7 @@ def test_every_copy_returns_x_exactly(shape):
     """The floor is the fastest copy: each copy must move every byte of x, through TMA or not."""
     import reference
 
-    data = reference.generate_input(**cmp.parse_shape(shape))
+    data = reference.generate_input(**harness.parse_label(shape))
     for impl in registry.copies():
         out = impl.make()(data)
         assert out.data_ptr() != data[0].data_ptr() and torch.equal(out, data[0]), impl.name
@@ -277,15 +277,15 @@ def test_every_copy_returns_x_exactly(shape):
 
 @pytest.mark.parametrize("text,expected", [
     ("4x2560x4096", {"B": 4, "D": 2560, "S": 4096, "W": 4}), ("1x8x16x3", {"B": 1, "D": 8, "S": 16, "W": 3})])
-def test_parse_shape(text, expected):
-    args = cmp.parse_shape(text)
+def test_parse_label(text, expected):
+    args = harness.parse_label(text)
     assert {k: args[k] for k in expected} == expected
 
 
 @pytest.mark.parametrize("text", ["4x2560", "0x1x1", "axbxc"])
-def test_parse_shape_refuses_nonsense(text):
+def test_parse_label_refuses_nonsense(text):
     with pytest.raises(ValueError):
-        cmp.parse_shape(text)
+        harness.parse_label(text)
 
 
 # ----------------------------------------------------------------------------- the CLI (end to end with a fake

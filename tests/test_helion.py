@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+import eval as harness
 from conftest import HAS_GPU, ROOT, task_shapes
 from scripts import configs
 from test_submission import RANDOM_SHAPES, TASK_TESTS
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("helion") is None,
 CHILD = r"""
 import json, sys
 import torch
+import eval as harness
 from scripts.baselines import load_kernel_file
 module = load_kernel_file(__import__("pathlib").Path(sys.argv[1]), "submission_helion")
 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -33,7 +35,7 @@ for B, D, S, W in json.loads(sys.argv[2]):
     out = module.custom_kernel((x.to(device), w.to(device), b.to(device))).cpu().double()
     ref = torch.nn.functional.conv1d(torch.nn.functional.pad(x.double(), (W - 1, 0)), w.double().unsqueeze(1),
                                      b.double(), groups=D)
-    errors[f"{B}x{D}x{S}x{W}"] = (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")
+    errors[harness.case_label({"B": B, "D": D, "S": S, "W": W})] = (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")
 bad = []
 for name, data in (("dtype", (torch.zeros(1, 2, 8, dtype=torch.float64), torch.zeros(2, 4), torch.zeros(2))),
                    ("D", (torch.zeros(1, 2, 8), torch.zeros(3, 4), torch.zeros(2))),
@@ -64,7 +66,7 @@ def test_helion_kernel_is_right_on_varied_shapes_and_refuses_bad_input():
                           env=child_env(), capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert set(result["errors"]) == {f"{B}x{D}x{S}x{W}" for B, D, S, W in SHAPES}
+    assert set(result["errors"]) == {harness.case_label(dict(zip("BDSW", shape))) for shape in SHAPES}
     for shape, error in result["errors"].items():
         assert error < 1e-4, (shape, error)
     assert result["bad"][0] == "dtype: x must be float32, got torch.float64"
@@ -132,5 +134,5 @@ def test_helion_tune_writes_each_pick_into_the_table_and_configs_json(tmp_path, 
     assert table[task_shapes("benchmarks")[0]] == {"block_sizes": [2, 64], "num_warps": 4}
     assert table[task_shapes("benchmarks")[2]] == configs.read_table(HELION_FILE.read_text())[1][task_shapes("benchmarks")[2]]
     recorded = json.loads((tmp_path / "out" / "configs.json").read_text())
-    assert set(recorded["configs"]) == {",".join(map(str, s)) for s in task_shapes("benchmarks")[:2]}
+    assert set(recorded["configs"]) == {harness.case_label(dict(zip("BDSW", s))) for s in task_shapes("benchmarks")[:2]}
     assert copy.read_text().split(configs.BEGIN)[0] == HELION_FILE.read_text().split(configs.BEGIN)[0]

@@ -78,7 +78,7 @@ def test_every_config_of_a_tiled_kernel_is_right_on_odd_shapes(path):
             else:
                 out = module.custom_kernel((x, weight, bias))
             torch.testing.assert_close(out.double().cpu(), expected, rtol=1e-4, atol=1e-4,
-                                       msg=lambda m: f"{path.name} {config} on {B}x{D}x{S}x{W}: {m}")
+                                       msg=lambda m: f"{path.name} {config} on {harness.case_label(dict(zip('BDSW', (B, D, S, W))))}: {m}")
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
