@@ -94,18 +94,17 @@ def estimate_entry(fields: dict) -> dict:
 
 
 def _fields_of(text: str) -> dict | None:
-    """An older entry's case key: the runner's line ('B: 1; D: 1536; ...'), or BxDxS[xW] or BxDxS/W3 (compare)."""
+    """An older entry's case key, the runner's line ('B: 1; D: 1536; ...') or compare's BxDxS[/WN]: its
+    fields, the timed seed unknown (those lines did not record it)."""
     try:
-        case = harness.parse_tests(text)[0]
-        return case.fields()
+        args = harness.parse_tests(text)[0].args
     except harness.TaskError:
-        pass
-    shape, _, width = text.partition("/W")
-    try:
-        args = harness.parse_label(shape + (f"x{width}" if width else ""), seed=None)
-    except ValueError:
-        return None
-    return harness.case_fields(args)
+        shape, _, width = text.partition("/W")
+        try:
+            args = harness.parse_label(shape + (f"x{width}" if width else ""), seed=None)
+        except ValueError:
+            return None
+    return {**harness.case_fields(args), "timed_seed": None}
 
 
 def case_times(entry: dict) -> list[dict]:

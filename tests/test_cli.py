@@ -146,6 +146,48 @@ def test_history_lines_are_whole_json_objects(tmp_path):
     assert json.loads(line)["file"] == "submission.py"  # relative: the same on the device and here
 
 
+def test_an_eval_entry_stores_each_case_s_fields_and_the_seed_it_timed():
+    case = harness.parse_tests("B: 1; D: 4; S: 16; W: 3; seed: 7", secret=5)[0]
+    run = {"mode": "leaderboard", "passed": True, "geomean_us": 2.0,
+           "cases": [{"fields": case.fields(), "stats_ns": {"mean": 2000.0}}, {"fields": case.fields(), "ok": False}]}
+    entry = history.eval_entry(run, ROOT / "submission.py", "cpu")
+    assert entry["timed_cases"] == [{"B": 1, "D": 4, "S": 16, "W": 3, "seed": 7, "timed_seed": harness.combine_seed(7, 5),
+                                     "mean_us": 2.0}]
+    assert history.case_times(entry) == entry["timed_cases"]
+
+
+def test_a_compare_entry_stores_the_fields_of_the_cases_it_ran():
+    cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
+    summary = {"per_case_us": {"1x3x40x4": 1.5, "2x2x33x3": 2.5}, "geomean_us": None, "vs_copy": None, "vs_floor": None}
+    entry = history.compare_entry("submission", "submission", ROOT / "submission.py", summary, cases, "cpu")
+    assert [(c["B"], c["W"], c["seed"], c["timed_seed"], c["mean_us"]) for c in entry["timed_cases"]] == [
+        (1, 4, 1234, 1234, 1.5), (2, 3, 1234, 1234, 2.5)]
+
+
+OLD_HISTORY = ROOT / "tests" / "samples" / "history_before_case_fields.jsonl"  # written by commit 3f33097's history.py
+
+
+@pytest.mark.parametrize("line,expected", [
+    (0, [(1, 1536, 2048, 4, 2146, 7.0), (1, 2560, 2048, 4, 3129, 8.0), (1, 2560, 4096, 4, 54352, 9.0)]),
+    (1, [(1, 1536, 2048, 4, None, 7.8), (1, 2560, 2048, 4, None, 12.8), (1, 768, 512, 3, None, 3.1)]),
+    (2, [(1, 1536, 2048, 4, 2146, 7.84), (1, 2560, 2048, 4, 3129, 1.85), (1, 2560, 4096, 4, 54352, 2500.0)]),
+], ids=["eval-runner-lines", "compare-BxDxS-and-W3", "popcorn-server-rows"])
+def test_history_lines_of_the_older_format_still_read(line, expected):
+    entry = history.read_entries(OLD_HISTORY, warn=pytest.fail)[line]
+    times = history.case_times(entry)
+    assert [(c["B"], c["D"], c["S"], c["W"], c["seed"], c["mean_us"]) for c in times] == expected
+    assert all(c["timed_seed"] is None for c in times)  # those lines did not record the seed timed
+
+
+def test_best_public_is_the_lowest_public_ranked_score_on_that_gpu():
+    def ranked(gpu, score, secret=False, source="popcorn"):
+        return {"gpu": gpu, "source": source, "runs": [{"mode": "leaderboard", "passed": True, "secret": secret,
+                                                        "score_us": score}]}
+    entries = [ranked("B200", 14.0), ranked("B200", 13.0), ranked("B200", 9.0, secret=True), ranked("H100", 5.0),
+               ranked("B200", 1.0, source="eval")]
+    assert history.best_public(entries, "B200") == 13.0 and history.best_public(entries, "A100") is None
+
+
 def test_history_names_workspace_files_relative_and_others_as_given(tmp_path):
     assert history.workspace_path(ROOT / "submissions" / "submission_helion.py") == "submissions/submission_helion.py"
     assert history.workspace_path(tmp_path / "mine.py") == str(tmp_path / "mine.py")

@@ -483,3 +483,11 @@ def test_protocol_timing_gives_ten_positive_samples():
     x = torch.ones(1 << 22, device="cuda")  # no RNG: an earlier failed capture can leave it unusable
     stats = harness.time_protocol(x.clone, rep_ms=5)
     assert stats.runs == 10 and 0 < stats.best <= stats.mean <= stats.worst
+
+
+def test_a_case_has_one_label_and_its_fields_keep_the_public_and_the_timed_seed():
+    public, secret = (harness.parse_tests("B: 2; D: 64; S: 128; W: 3; seed: 10", s)[0] for s in (None, 77))
+    assert public.label == secret.label == "2x64x128x3" == harness.case_label(public.args)
+    assert public.fields() == {"B": 2, "D": 64, "S": 128, "W": 3, "seed": 10, "timed_seed": 10}
+    assert secret.fields() == dict(public.fields(), timed_seed=harness.combine_seed(10, 77))
+    assert harness.parse_label(public.label, seed=10) == public.args
