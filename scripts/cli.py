@@ -45,7 +45,7 @@ def out_option(what: str, default: str):
 
 
 def dry_run_option(does: str):
-    return click.option("--dry-run", is_flag=True, help=f"{does}; write nothing")
+    return click.option("--dry-run", is_flag=True, help=f"{does}; nothing is written")
 
 
 def correctness_suite(path: Path) -> tuple[bool, str]:
@@ -381,7 +381,7 @@ def estimate_cmd(compare_json):
 @FILE
 @click.option("--seed", "secret", type=click.IntRange(min=1), help="the secret chain's seed (default: random, recorded)")
 @JSON
-@dry_run_option("name the steps, run nothing")
+@dry_run_option("name the steps and run none")
 def judge_cmd(file, secret, json_out, dry_run):
     """The runner's whole chain on this machine: compile step, test, benchmark, leaderboard, each a
     fresh process, once with the published seeds and once with a secret seed; popcorn's report."""

@@ -1,5 +1,6 @@
 """scripts/: the leaderboard loop. Plain functions first, then the CLI end to end with a fake popcorn."""
 import json
+import re
 import textwrap
 import time
 from pathlib import Path
@@ -94,6 +95,34 @@ def test_popcorn_command_is_the_plain_mode():
     cmd = leaderboard.popcorn_command("popcorn-cli", "causal_conv1d", "B200_Nebius", "leaderboard", Path("s.py"), Path("o.txt"))
     assert cmd == ["popcorn-cli", "submit", "--no-tui", "--leaderboard", "causal_conv1d", "--gpu", "B200_Nebius",
                    "--mode", "leaderboard", "s.py", "-o", "o.txt"]
+
+
+def _submitted(status, code=0, message="", runs=()):
+    parsed = {"submission_id": 31, "message": message, "runs": list(runs), "scores": []}
+    return {"parsed": parsed, "status": status, "code": code, "output": Path("results/remote/x.txt"), "signal": "SIGINT"}
+
+
+@pytest.mark.parametrize("status,code,expected", [
+    ("done", 0, None),
+    ("interrupted", harness.INTERRUPTED, (harness.INTERRUPTED, "interrupted (SIGINT)")),
+    ("refused", 1, (1, "refused, the deadline passed")),
+    ("no score found", 0, (1, "no score found in popcorn's output (exit 0)")),
+    ("failed", 2, (1, "popcorn exited with 2, failed")),
+    ("hacked", 0, (1, "popcorn exited with 0, hacked")),
+    ("done", 3, (1, "popcorn exited with 3, done")),
+], ids=["done", "interrupted", "refused", "no-score", "failed", "hacked", "done-but-nonzero-exit"])
+def test_a_submit_s_failure_is_its_exit_code_and_one_sentence(status, code, expected):
+    failure = leaderboard.submit_failure(_submitted(status, code, message="the deadline passed"))
+    if expected is None:
+        assert failure is None
+    else:
+        assert failure[0] == expected[0] and failure[1].startswith(expected[1]) and "x.txt" in failure[1]
+
+
+def test_the_recorded_line_names_the_id_status_and_each_ranked_run():
+    run = {"mode": "leaderboard", "secret": False, "passed": True, "score_us": 13.125, "runner": "B200"}
+    line = leaderboard.recorded_line(_submitted("done", runs=[run]))
+    assert line.startswith("recorded: submission 31, done") and "leaderboard public 13.12 us on B200" in line
 
 
 # ----------------------------------------------------------------------------- history
@@ -334,12 +363,60 @@ def test_parse_label_refuses_nonsense(text):
 # popcorn in test_remote.py)
 
 
-def test_cli_lists_the_daily_commands():
+def _commands(group, prefix=""):
+    """{'remote list': command, ...}: every command of the CLI, subgroups spelled out."""
+    import click
+
+    found = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found.update(_commands(command, f"{prefix}{name} "))
+        else:
+            found[prefix + name] = command
+    return found
+
+
+def test_cli_docstring_and_help_list_every_command():
     from scripts import cli
 
+    commands = _commands(cli.cli)
+    doc = " ".join(cli.__doc__.split("python scripts/cli.py --help")[0].split())
     result = CliRunner().invoke(cli.cli, ["--help"])
-    for command in ("test", "bench", "compare", "tune", "helion-tune", "profile", "submit", "history", "cases"):
-        assert f"  {command} " in result.output
+    for name in commands:
+        head = name.split()[0]
+        assert f"  {head} " in result.output, name
+        assert (name if " " not in name else name.split()[1]) in doc, f"cli.py's docstring does not list {name}"
+
+
+def _readme_table() -> dict:
+    """{command: (argument, [options])} from the README's command table."""
+    rows = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0] != "`command`":
+            rows[cells[0].strip("`")] = (cells[1], re.findall(r"`(--[\w-]+)`", cells[2]))
+    return rows
+
+
+def test_the_readme_command_table_names_every_command():
+    from scripts import cli
+
+    assert set(_readme_table()) == set(_commands(cli.cli))
+
+
+@pytest.mark.parametrize("name", sorted(_readme_table()))
+def test_each_command_s_help_agrees_with_the_readme_table(name):
+    from scripts import cli
+
+    argument, options = _readme_table()[name]
+    result = CliRunner().invoke(cli.cli, [*name.split(), "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    usage = result.output.splitlines()[0]
+    shown = [o for o in re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", result.output, flags=re.M) if o != "--help"]
+    assert shown == options, f"{name}: --help shows {shown}, the README {options}"
+    takes = {"FILE": "[FILE]", "FILES...": "[FILES]...", "SUBMISSION_ID": "SUBMISSION_ID",
+             "tests or benchmarks": "{tests|benchmarks}"}.get(argument)
+    assert (usage.endswith(f"[OPTIONS] {takes}") if takes else usage.endswith("[OPTIONS]")), f"{name}: {usage}"
 
 
 def test_cases_prints_task_yml_in_the_runners_format():

@@ -136,3 +136,33 @@ def test_helion_tune_writes_each_pick_into_the_table_and_configs_json(tmp_path, 
     recorded = json.loads((tmp_path / "out" / "configs.json").read_text())
     assert set(recorded["configs"]) == {harness.case_label(dict(zip("BDSW", s))) for s in task_shapes("benchmarks")[:2]}
     assert copy.read_text().split(configs.BEGIN)[0] == HELION_FILE.read_text().split(configs.BEGIN)[0]
+
+
+def test_helion_tune_dry_run_writes_nothing(tmp_path, monkeypatch):
+    """Driven through the CLI: the picks are printed, Helion's logs go to a folder that is removed,
+    and neither the Helion submission nor results/helion/ changes."""
+    from click.testing import CliRunner
+
+    from scripts import cli, helion_autotune
+
+    logs = []
+
+    def search(module, args, effort, timing, out_dir):
+        (out_dir / f"search_{harness.case_label(args)}").write_text("Helion's log")  # what Helion's search leaves
+        logs.append(out_dir)
+        return {"config": {"block_sizes": [2, 64], "num_warps": 4}, "seconds": 1.0}
+
+    monkeypatch.setattr(cli.harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(helion_autotune.harness, "load_submission", lambda path, name: object())
+    monkeypatch.setattr(helion_autotune, "autotune_shape", search)
+    before = HELION_FILE.read_bytes()
+    results = ROOT / "results" / "helion"
+    listed = sorted(results.rglob("*")) if results.exists() else []
+    result = CliRunner().invoke(cli.cli, ["helion-tune", "--dry-run", "--tests"])
+    assert result.exit_code == 0, result.output
+    assert len(logs) == len(task_shapes("benchmarks")) + len(task_shapes("tests")) and "updated" not in result.output
+    assert not logs[0].exists()  # the scratch folder is gone
+    assert HELION_FILE.read_bytes() == before
+    assert (sorted(results.rglob("*")) if results.exists() else []) == listed
+    refused = CliRunner().invoke(cli.cli, ["helion-tune", "--dry-run", "--out", str(tmp_path / "o")])
+    assert refused.exit_code != 0 and "takes no --out" in refused.output and not (tmp_path / "o").exists()
