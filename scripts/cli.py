@@ -290,8 +290,8 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
         shapes += [c.args for c in harness.cases_from_task("tests")]
     if dry_run and out_dir is not None:
         raise click.ClickException("--dry-run writes nothing, so it takes no --out")
-    helion_autotune.autotune(shapes, effort, timing, None if dry_run else out_dir or ROOT / "results" / "helion" / "search",
-                             write=not dry_run, echo=click.echo)
+    out_dir = None if dry_run else out_dir or ROOT / "results" / "helion" / "search"
+    helion_autotune.autotune(shapes, effort, timing, out_dir, write=not dry_run, echo=click.echo)
     if not dry_run:
         click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated")
 

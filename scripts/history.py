@@ -82,7 +82,8 @@ def compare_entry(name: str, kind: str, file, summary: dict, cases: list[dict], 
     """One of our files' row of a compare run (compare.summarize's entry for it, over these cases' args)."""
     timed = [{**harness.case_fields(args), "mean_us": summary["per_case_us"].get(harness.case_label(args))}
              for args in cases]
-    return make_entry(source="compare", mode=name, kind=kind, gpu=device, file=file, timed_cases=timed, geomean_us=summary["geomean_us"],
+    return make_entry(source="compare", mode=name, kind=kind, gpu=device, file=file, timed_cases=timed,
+                      geomean_us=summary["geomean_us"],
                       outcome="fail" if summary.get("errors") else "pass",
                       vs_copy=summary["vs_copy"], vs_floor=summary["vs_floor"])
 

@@ -91,7 +91,8 @@ def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> s
     block, warps = fastest_copy(args)
     shape = [str(args[k]) for k in harness.REQUIRED_FIELDS]
     label = harness.case_label(args)
-    targets = {Path(file).stem: [str(Path(file).resolve())], baselines.copy_name(block, warps): [f"copy:{block}:{warps}"]}
+    targets = {Path(file).stem: [str(Path(file).resolve())],
+               baselines.copy_name(block, warps): [f"copy:{block}:{warps}"]}
     results = {}
     for name, spec in targets.items():
         csv_out = out_dir / f"{name}_{label}.csv"
@@ -156,13 +157,13 @@ def profile_tiles(files: list[Path], args: dict, tiles: list[tuple[int, int]], o
     """Each file's kernel and a Triton copy at each tile on one case, in one ncu process (cold L2 each
     launch, ncu's clocks left alone): one record per launch, the spec, the tile, and tile_row's columns."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    shape = [str(args[k]) for k in ("B", "D", "S", "W", "seed")]
+    shape = [str(args[k]) for k in harness.REQUIRED_FIELDS]
     specs = tile_specs(files, tiles)
-    csv_out = out_dir / f"tiles_{'x'.join(shape[:4])}_{len(specs)}_launches.csv"  # one file a run: two runs of a case keep both
+    csv_out = out_dir / f"tiles_{harness.case_label(args)}_{len(specs)}_launches.csv"  # one file a run: two runs of a case keep both
     command = ["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", f"{RANGE}/", "--csv", "--page", "raw",
                *[a for section in TILE_SECTIONS for a in ("--section", section)], "--log-file", str(csv_out),
                sys.executable, "-m", "scripts.ncu_profile", ",".join(specs), *shape]
-    echo(f"ncu: {len(specs)} launches on {'x'.join(shape[:4])}")
+    echo(f"ncu: {len(specs)} launches on {harness.case_label(args)}")
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     text = csv_out.read_text() if csv_out.exists() else proc.stdout
     if proc.returncode != 0 or '"ID"' not in text:

@@ -35,7 +35,8 @@ for B, D, S, W in json.loads(sys.argv[2]):
     out = module.custom_kernel((x.to(device), w.to(device), b.to(device))).cpu().double()
     ref = torch.nn.functional.conv1d(torch.nn.functional.pad(x.double(), (W - 1, 0)), w.double().unsqueeze(1),
                                      b.double(), groups=D)
-    errors[harness.case_label({"B": B, "D": D, "S": S, "W": W})] = (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")
+    label = harness.case_label({"B": B, "D": D, "S": S, "W": W})
+    errors[label] = (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")
 bad = []
 for name, data in (("dtype", (torch.zeros(1, 2, 8, dtype=torch.float64), torch.zeros(2, 4), torch.zeros(2))),
                    ("D", (torch.zeros(1, 2, 8), torch.zeros(3, 4), torch.zeros(2))),
