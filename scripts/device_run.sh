@@ -69,14 +69,16 @@ jobs += [(c.args, tiles('${NCU_CASE_TILES:-1024/1 4096/4}')) for c in h.cases_fr
 records = []
 for args, ts in jobs:
     rows = n.profile_tiles(files, args, ts, Path('$DEV/ncu'), echo=print)
-    records += [dict(case='x'.join(str(args[k]) for k in 'BDSW'), **r) for r in rows]
+    records += [dict(case=h.case_label(args), **r) for r in rows]
     print(n.format_tiles(rows))
 Path('$DEV/ncu/tiles.json').write_text(json.dumps(records, indent=1))
 ";;
     tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;
     tune) run python3 scripts/cli.py tune --dry-run;;
     search) run python3 scripts/cli.py search-check --out $DEV/search_check ${SEARCH_ARGS:-};;
-    helion-tune) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};;
+    helion-tune) case " ${HELION_ARGS:-} " in  # a dry run writes nothing, so it takes no --out
+                     *" --dry-run "*) run python3 scripts/cli.py helion-tune ${HELION_ARGS:-};;
+                     *) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};; esac;;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
     *) echo "### unknown step $step" | tee -a "$LOG";;
   esac
