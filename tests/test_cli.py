@@ -456,8 +456,8 @@ def test_a_run_record_is_headed_by_device_commit_and_date(tmp_path, monkeypatch)
     from scripts import cli
 
     monkeypatch.setenv("WORKSPACE_COMMIT", "abc1234")
-    path = cli.write_record(tmp_path / "new" / "folder", "tiles.json", {"cases": {"1x2x40": {"best": (64, 1)}}})
+    path = cli.write_record(tmp_path / "new" / "folder", "tiles.json", {"cases": {"1x2x40x4": {"best": (64, 1)}}})
     record = json.loads(path.read_text())
     assert path == tmp_path / "new" / "folder" / "tiles.json"
     assert record["commit"] == "abc1234" and record["device"] == harness.device_name() and len(record["date"]) == 10
-    assert record["cases"] == {"1x2x40": {"best": [64, 1]}}
+    assert record["cases"] == {"1x2x40x4": {"best": [64, 1]}}
