@@ -1,5 +1,5 @@
 """The leaderboard loop from one command: test, bench, compare, tune, search-check, tiles, helion-tune,
-profile, cases, submit, judge, remote (list, show, standings), history.
+profile, estimate, cases, submit, judge, remote (list, show, standings), history.
 
     python scripts/cli.py --help        (or: python -m scripts --help)
 
@@ -171,17 +171,11 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
                              out_dir or default_out("compare"))
     cmp.record_ours(listed, summary, cases, device)
     click.echo(cmp.format_table(summary, cases))
-    report = estimate.for_run(summary, [cmp.case_name(a) for a in cases], device, history.git_commit(),
+    report = estimate.for_run(summary, [harness.case_label(a) for a in cases], device, history.git_commit(),
                               datetime.date.today().isoformat())
     click.echo(estimate.format_estimate(report))
-    record_estimates([impl.name for impl in listed if impl.kind in registry.OURS], report)
+    estimate.record_estimates([impl.name for impl in listed if impl.kind in registry.OURS], report)
     click.echo(f"wrote {path}")
-
-
-def record_estimates(names: list[str], report: dict) -> None:
-    """Each of our rows' B200 estimate as a history entry of its own kind, never a score."""
-    for fields in filter(None, (estimate.history_fields(name, report) for name in names)):
-        history.append_entry(history.estimate_entry(fields))
 
 
 @cli.command()
@@ -402,7 +396,7 @@ def judge_cmd(file, secret, json_out, dry_run):
     if record["public_s"] is not None:
         report = estimate.for_score(file.stem, record["public_s"] * 1e6, record["runner"], default_out("compare"))
         click.echo(estimate.format_estimate(report))
-        record_estimates([file.stem], report)
+        estimate.record_estimates([file.stem], report)
     click.echo(judge.verdict_sentence(record))
     sys.exit(0 if record["verdict"] in ("ranked", "passed the tests") else 1)
 

@@ -67,9 +67,17 @@ def read_record(path: Path) -> dict:
 
 
 def leaderboard_cases() -> list[str]:
-    from scripts.compare import case_name
+    return [c.label for c in harness.cases_from_task("benchmarks")]
 
-    return [case_name(c.args) for c in harness.cases_from_task("benchmarks")]
+
+def with_case_labels(record: dict) -> dict:
+    """The record with its cases named by their label, whichever spelling it was written in (records before
+    the label named cases BxDxS, or BxDxS/Wk); a name that is no case is left as it is."""
+    def label(case):
+        return history.case_label_of(case) or case
+    impls = {name: dict(row, per_case_us={label(c): us for c, us in row["per_case_us"].items()})
+             if isinstance(row.get("per_case_us"), dict) else row for name, row in record["impls"].items()}
+    return dict(record, cases=[label(c) for c in record["cases"]], impls=impls)
 
 
 def card_of(device, figures: dict) -> str | None:
@@ -79,12 +87,12 @@ def card_of(device, figures: dict) -> str | None:
 
 
 def case_bytes(case: str) -> int:
-    """Bytes a copy of x moves for a case named BxDxS[/Wk]: x read once, out written once, fp32."""
-    try:
-        b, d, s = (int(p) for p in case.split("/")[0].split("x"))
-    except ValueError:
-        raise EstimateError(f"the case {case!r} is not named BxDxS, so its bytes are unknown") from None
-    return 8 * b * d * s
+    """Bytes a copy of x moves for a named case (BxDxSxW, or an older spelling): x read once, out written once, fp32."""
+    label = history.case_label_of(case)
+    if label is None:
+        raise EstimateError(f"the case {case!r} is not named BxDxS, so its bytes are unknown")
+    args = harness.parse_label(label)
+    return 8 * args["B"] * args["D"] * args["S"]
 
 
 def _number(value):
@@ -216,6 +224,7 @@ def standings(figures: dict, environ=os.environ, home: Path = Path.home()) -> tu
 def estimate(record: dict, figures: dict | None = None, board: tuple[list[dict], str] | None = None) -> dict:
     """Both methods over one compare record, and per implementation the range with its ends' methods and ranks."""
     figures = figures or load_figures()
+    record = with_case_labels(record)
     rows, where = board if board is not None else standings(figures)
     methods = [bandwidth_model(record, figures, leaderboard_cases()), calibration(record, figures)]
     impls = {}
@@ -293,3 +302,8 @@ def history_fields(name: str, report: dict) -> dict | None:
     return None if row is None else {"mode": name, "gpu": report["device"], "commit": report["commit"],
                                      **{k: v for k, v in row.items() if k != "ranks"}}
 
+
+def record_estimates(names: list[str], report: dict) -> None:
+    """Each named row's B200 estimate as a history entry of its own kind, never a score."""
+    for fields in filter(None, (history_fields(name, report) for name in names)):
+        history.append_entry(history.estimate_entry(fields))

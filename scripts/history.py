@@ -108,6 +108,12 @@ def _fields_of(text: str) -> dict | None:
     return {**harness.case_fields(args), "timed_seed": None}
 
 
+def case_label_of(text: str) -> str | None:
+    """The case label (BxDxSxW) of a case written in any form this workspace has recorded, or None."""
+    fields = _fields_of(str(text))
+    return harness.case_label(fields) if fields is not None else None
+
+
 def case_times(entry: dict) -> list[dict]:
     """Each timed case of an entry as its fields with mean_us, whichever form it was written in: timed_cases
     (now), per_case_us keyed by a string (older lines), or the server's per-case rows (remote entries)."""

@@ -414,7 +414,8 @@ def test_each_command_s_help_agrees_with_the_readme_table(name):
     usage = result.output.splitlines()[0]
     shown = [o for o in re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", result.output, flags=re.M) if o != "--help"]
     assert shown == options, f"{name}: --help shows {shown}, the README {options}"
-    takes = {"FILE": "[FILE]", "FILES...": "[FILES]...", "SUBMISSION_ID": "SUBMISSION_ID",
+    takes = {"FILE": "[FILE]", "FILES...": "[FILES]...", "COMPARE_JSON": "[COMPARE_JSON]",
+             "SUBMISSION_ID": "SUBMISSION_ID",
              "tests or benchmarks": "{tests|benchmarks}"}.get(argument)
     assert (usage.endswith(f"[OPTIONS] {takes}") if takes else usage.endswith("[OPTIONS]")), f"{name}: {usage}"
 

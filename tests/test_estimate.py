@@ -172,3 +172,15 @@ def test_a_kernel_that_failed_a_check_gets_no_estimate_and_calibrates_nothing():
 def test_judge_s_estimate_shows_the_judged_file_only():
     report = estimate.for_score("candidate", 13.0, "NVIDIA H200", RECORDED.parent)
     assert list(report["impls"]) == ["candidate"]
+
+
+def test_a_record_that_names_its_cases_by_label_gives_the_same_estimate_as_one_written_before_the_label():
+    """compare.json named cases BxDxS (BxDxS/Wk off the default width) before the one label, BxDxSxW."""
+    old = recorded()
+    relabeled = copy.deepcopy(old)
+    relabeled["cases"] = [history.case_label_of(c) for c in old["cases"]]
+    for row in relabeled["impls"].values():
+        row["per_case_us"] = {history.case_label_of(c): us for c, us in row.get("per_case_us", {}).items()}
+    assert all(c.count("x") == 3 for c in relabeled["cases"]) and relabeled["cases"] != old["cases"]
+    assert estimate.estimate(relabeled, FIGURES, BOARD) == estimate.estimate(old, FIGURES, BOARD)
+    assert estimate.case_bytes("1x768x512/W3") == estimate.case_bytes("1x768x512x3") == 8 * 768 * 512
