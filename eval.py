@@ -29,6 +29,7 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +43,7 @@ FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 
 PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
 SHAPE_FIELDS = REQUIRED_FIELDS[:4]
+SEED_RANGE = (-(2 ** 63), 2 ** 64 - 1)  # what torch.Generator.manual_seed takes
 FAILED = 112
 BAD_TESTS_FILE = 113
 USAGE = 2
@@ -52,6 +54,78 @@ GPU_NEEDED = ("the {mode} mode measures kernels on the GPU (CUDA events, graphs 
 
 class TaskError(Exception):
     """A file the harness needs (task.yml, a tests file, the submission) is missing or malformed."""
+
+
+# ----------------------------------------------------------------------------- signals and outputs
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, SIGTERM or SIGHUP: raised in the main thread so every `finally` ends the children it started."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def interrupt_on_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted here, so a run ends its worker and says one line."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+
+
+def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
+    return stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
+
+
+def output_problem(path: Path, flag: str = "--json") -> str | None:
+    """Why a report cannot be written whole to path (checked before a run starts), or None. The report
+    goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
+    path, where it exists, must be a regular file (a device or /proc file is refused, not replaced)."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{flag} {path} is a folder; give a file name"
+    if not path.parent.is_dir():
+        return f"{flag} {path}: the folder {path.parent} does not exist"
+    if path.exists() and not path.is_file():
+        return f"{flag} {path} is not a regular file (a device, a pipe or a socket); give a file name"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{flag} {path} cannot be written (no permission)"
+    try:
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        return f"{flag} {path}: its folder {path.parent} takes no new file ({error.strerror or error})"
+    return None
+
+
+def write_whole(path: Path, text: str, flag: str = "--json") -> None:
+    """Write text to a temporary file beside path, then rename it over path: a reader sees the old file or
+    the whole new one, never a part. TaskError, one sentence, where it cannot be written."""
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as error:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise TaskError(f"{flag} {path} could not be written: {error.strerror or error}") from None
 
 
 # ----------------------------------------------------------------------------- the contract's facts
@@ -155,9 +229,15 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
         not_int = [k for k in required if isinstance(args[k], bool)]
         if not_int:
             raise TaskError(f"{where}: {', '.join(not_int)} must be an integer, not true/false")
+        small = [k for k in SHAPE_FIELDS if k in args and args[k] < 1]
+        if small:
+            raise TaskError(f"{where}: {', '.join(small)} must be 1 or more (sizes are counts of elements)")
         public_seed = args.get("seed")
         if secret is not None:
             args["seed"] = combine_seed(args["seed"], secret)
+        if "seed" in args and not SEED_RANGE[0] <= args["seed"] <= SEED_RANGE[1]:
+            raise TaskError(f"{where}: seed {args['seed']}{' (with the secret seed)' if secret is not None else ''}"
+                            f" does not fit torch's 64-bit seed range ({SEED_RANGE[0]} to {SEED_RANGE[1]})")
         cases.append(Case(spec=line.strip(), args=args, seed=public_seed))
     if not cases:
         raise TaskError("the tests file holds no cases")
@@ -165,8 +245,11 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
 
 
 def read_tests_file(path: Path, secret: int | None = None) -> list[Case]:
+    """The runner's tests file; only a regular file is read (a FIFO or a device would hang or never end)."""
+    if Path(path).exists() and not Path(path).is_file():
+        raise TaskError(f"the tests file {path} is not a regular file (a folder, pipe or device); nothing was read")
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except OSError as error:
         raise TaskError(f"cannot read the tests file {path}: {error.strerror}") from None
     except UnicodeDecodeError as error:
@@ -311,7 +394,7 @@ def check_output(reference, pristine, passed, output) -> None:
 def _call(custom_kernel, data):
     try:
         return custom_kernel(data)
-    except Exception as error:  # the kernel's own error is the case's failure, not ours
+    except BaseException as error:  # the kernel's own error, KeyboardInterrupt or SystemExit too, is the case's failure
         raise CaseFailure(f"custom_kernel raised {type(error).__name__}: {error}") from None
 
 
@@ -342,7 +425,7 @@ class Captured:
             try:
                 with torch.cuda.graph(self.graph):
                     self.output = custom_kernel(data)
-            except Exception as error:
+            except BaseException as error:
                 raise CaseFailure(f"Failed to capture kernel in CUDA graph: {type(error).__name__}: {error}") from None
         self.replay()
 
@@ -462,6 +545,21 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_torch_copy
 
 # ----------------------------------------------------------------------------- the worker process
 
+def check_submission(path: Path) -> None:
+    """The submission must be a UTF-8 Python file (.py): TaskError naming the file, and the byte, if not."""
+    if not path.is_file():
+        raise TaskError(f"no submission file at {path}")
+    if path.suffix != ".py":
+        raise TaskError(f"the submission {path} does not end in .py; it is imported as a Python module")
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TaskError(f"the submission {path} is not UTF-8 text (byte {error.start}, 0x{error.object[error.start]:02x})")\
+            from None
+    except OSError as error:
+        raise TaskError(f"cannot read the submission {path}: {error.strerror}") from None
+
+
 def load_submission(path: Path, module_name: str = "submission"):
     """Import a submission-style file under `module_name` (the runner names it `submission`)."""
     spec = importlib.util.spec_from_file_location(module_name, path)
@@ -499,7 +597,10 @@ def _worker_main(conn, submission: str, secret):
         return
     conn.send(("ready", os.getpid()))
     while True:
-        request = conn.recv()
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):  # the parent is gone: nothing is left to report to
+            return
         if request is None:
             return
         mode, args, measure_torch_copy, rep_ms = request
@@ -508,9 +609,12 @@ def _worker_main(conn, submission: str, secret):
             outcome = run_case(mode, args, module.custom_kernel, reference, measure_torch_copy, rep_ms)
         except CaseFailure as failure:
             outcome = Outcome(ok=False, error=str(failure), detail=failure.detail)
-        except Exception as error:
+        except BaseException as error:  # a BaseException the submission raised is this case's failure, named
             outcome = Outcome(ok=False, error=f"{type(error).__name__}: {error}")
-        conn.send(outcome)
+        try:
+            conn.send(outcome)
+        except OSError:  # the parent is gone (a signal ended it): end quietly, no BrokenPipeError traceback
+            return
 
 
 class Worker:
@@ -571,11 +675,12 @@ class Worker:
             return Outcome(ok=False, error=f"the worker process crashed during this case (exit code {code});"
                                            " the cases after it run in a fresh worker")
 
-    def close(self) -> None:
+    def close(self, at_once: bool = False) -> None:
+        """Tell the worker to stop and wait for it; at_once (a signal ended the run): kill it now."""
         if self.process is None:
             return
         try:
-            if self.process.is_alive():
+            if self.process.is_alive() and not at_once:
                 try:
                     self.conn.send(None)
                 except (OSError, ValueError):
@@ -685,6 +790,9 @@ def run_suite(mode, cases, submission, reporter=None, secret=None, measure_torch
                 break
             if mode in TIMED_MODES and outcome.ran:
                 cool_down(deadline)
+    except KeyboardInterrupt:
+        worker.close(at_once=True)
+        raise
     finally:
         worker.close()
     run = run_record(mode, records, passed)
@@ -757,8 +865,10 @@ def runner_main(opts, fd_text: str) -> int:
         print(f"POPCORN_FD={fd_text!r} is open for reading only; the results need a descriptor open for writing.",
               file=sys.stderr)
         return USAGE
-    if not opts.submission.is_file():
-        print(f"no submission file at {opts.submission}", file=sys.stderr)
+    try:
+        check_submission(opts.submission)
+    except TaskError as error:
+        print(error, file=sys.stderr)
         return USAGE
     seed_text = os.environ.pop("POPCORN_SEED", None)
     try:
@@ -771,13 +881,17 @@ def runner_main(opts, fd_text: str) -> int:
     except TaskError as error:
         print(error, file=sys.stderr)
         return BAD_TESTS_FILE
-    with os.fdopen(fd, "w") as out:
-        reporter = PopcornReporter(out)
-        if opts.mode != "test" and not gpu_available():
-            print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
-            reporter.end(run_record(opts.mode, [], False))
-            return FAILED
-        run = run_suite(opts.mode, cases, opts.submission.resolve(), reporter, secret)
+    try:
+        with os.fdopen(fd, "w") as out:
+            reporter = PopcornReporter(out)
+            if opts.mode != "test" and not gpu_available():
+                print(GPU_NEEDED.format(mode=opts.mode), file=sys.stderr)
+                reporter.end(run_record(opts.mode, [], False))
+                return FAILED
+            run = run_suite(opts.mode, cases, opts.submission.resolve(), reporter, secret)
+    except OSError as error:  # a full device, a pipe nobody reads: the results cannot be written
+        print(f"POPCORN_FD={fd_text!r} takes no results: {error.strerror or error}.", file=sys.stderr)
+        return USAGE
     # As the runner's eval.py: leaderboard and profile runs exit 0 even when a case failed (the
     # `check:` line says so); test and benchmark runs exit 112.
     return 0 if run["passed"] or opts.mode in ("leaderboard", "profile") else FAILED
@@ -868,8 +982,7 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
               torch_copy: bool = True, reporter=None) -> dict:
     """Local mode's work: the report as a dict (passed, device, versions, runs). Raises TaskError."""
     reporter = reporter or HumanReporter()
-    if not submission.is_file():
-        raise TaskError(f"no submission file at {submission}")
+    check_submission(submission)
     modes = ["test", "benchmark"] if mode == "both" else [mode]
     on_gpu = gpu_available()
     if not on_gpu and mode != "both" and mode != "test":
@@ -890,17 +1003,17 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
 
 
 def local_main(opts) -> int:
-    if opts.json_out and (opts.json_out.is_dir() or not opts.json_out.parent.is_dir()):
-        print(f"--json {opts.json_out}: {'that is a folder' if opts.json_out.is_dir() else 'its folder does not exist'};"
-              " nothing was run", file=sys.stderr)
+    problem = opts.json_out and output_problem(opts.json_out)
+    if problem:
+        print(f"{problem}; nothing was run", file=sys.stderr)
         return USAGE
     try:
         report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_torch_copy)
+        if opts.json_out:
+            write_whole(opts.json_out, json.dumps(report, indent=2))
     except TaskError as error:
         print(error, file=sys.stderr)
         return 1
-    if opts.json_out:
-        opts.json_out.write_text(json.dumps(report, indent=2))
     return 0 if report["passed"] else 1
 
 
@@ -934,6 +1047,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     os.environ["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner: before anything imports helion
+    interrupt_on_signals()
     opts = parser().parse_args(sys.argv[1:] if argv is None else argv)
     fd = os.environ.get("POPCORN_FD")
     try:
@@ -943,9 +1057,10 @@ def main(argv=None) -> int:
         return USAGE
     try:
         return runner_main(opts, fd) if fd is not None else local_main(opts)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as stop:
+        stop = interrupted_of(stop)
+        print(f"interrupted ({stop.name}); the worker was ended", file=sys.stderr)
+        return stop.exit_code
 
 
 if __name__ == "__main__":
