@@ -3,9 +3,12 @@
 The file is user data: git ignores it, so a local run leaves the tree clean. Measurements worth
 keeping go into results/ summaries by hand.
 """
+import contextlib
 import datetime
+import fcntl
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -22,7 +25,8 @@ NUMBER = (int, float)
 # field -> the types a readable entry may hold there (None: the field may be absent or null)
 FIELDS = {"time": (str,), "gpu": (str,), "geomean_us": NUMBER + (type(None),), "outcome": (str,),
           "source": (str, type(None)), "mode": (str, type(None)), "file": (str, type(None)),
-          "commit": (str, type(None)), "kind": (str,)}
+          "commit": (str, type(None)), "kind": (str,), "file_hash": (str, type(None)),
+          "submission_id": (int, type(None))}
 REQUIRED = ("time", "gpu", "outcome")
 
 
@@ -130,23 +134,37 @@ def case_times(entry: dict) -> list[dict]:
     return times
 
 
-def append_entry(entry: dict, path: Path | None = None) -> None:
-    """Append one line with a single write on an O_APPEND descriptor, so lines never interleave; a
-    file whose last line lacks its newline (a write cut short) gets one first."""
+@contextlib.contextmanager
+def locked(path: Path | None = None):
+    """The history open for appending, held under an exclusive fcntl lock: one writer at a time, so a
+    read-then-append merge never races another process's. Yields the descriptor."""
     path = Path(path or HISTORY)
-    line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as error:
         raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            line = b"\n" + line
-        os.write(fd, line)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
     finally:
-        os.close(fd)
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _append_line(fd: int, entry: dict) -> None:
+    """One line in a single write on the O_APPEND descriptor; a file whose last line lacks its newline
+    (a write cut short) gets one first."""
+    line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        line = b"\n" + line
+    os.write(fd, line)
+
+
+def append_entry(entry: dict, path: Path | None = None) -> None:
+    """Append one entry under the history's lock."""
+    with locked(path) as fd:
+        _append_line(fd, entry)
 
 
 def problem(entry) -> str | None:
@@ -164,6 +182,9 @@ def problem(entry) -> str | None:
         return f"time {entry['time']!r} is not an ISO date"
     if not isinstance(entry.get("timed_cases", []), list):
         return f"timed_cases is {type(entry['timed_cases']).__name__}"
+    geomean = entry.get("geomean_us")
+    if geomean is not None and not (math.isfinite(geomean) and geomean > 0):
+        return f"geomean_us is {geomean!r}, not a finite positive number of microseconds"
     for key in ("score_us", "per_case_us"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
             return f"{key} is {type(entry[key]).__name__} {entry[key]!r}"
@@ -174,8 +195,9 @@ def problem(entry) -> str | None:
         if not isinstance(run, dict):
             return "a run is not an object"
         score = run.get("score_us")
-        if score is not None and (not isinstance(score, NUMBER) or isinstance(score, bool)):
-            return f"a run's score_us is {type(score).__name__} {score!r}"
+        if score is not None and (not isinstance(score, NUMBER) or isinstance(score, bool)
+                                  or not math.isfinite(score) or score <= 0):
+            return f"a run's score_us is {type(score).__name__} {score!r}, not a finite positive number"
     return None
 
 
@@ -194,6 +216,9 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
             continue
         try:
             entry = json.loads(line)
+        except RecursionError:
+            warn(f"warning: {path.name} line {number} is nested too deep to read; skipped")
+            continue
         except ValueError as error:
             warn(f"warning: {path.name} line {number} is not JSON ({error}); skipped")
             continue
@@ -361,25 +386,24 @@ def shown_entry(record: dict) -> dict:
     return remote_entry(dict(record, status=status), "remote", "show", file=record.get("file_name"))
 
 
-def save_remote_output(raw: bytes, what: str) -> Path:
-    """Keep popcorn's raw answer under results/remote/ before anything reads it; its path."""
+def remote_output_path(what: str) -> Path:
+    """Where popcorn's raw answer is kept under results/remote/, written as its bytes arrive."""
     REMOTE.mkdir(parents=True, exist_ok=True)
-    path = REMOTE / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{what}.txt"
-    path.write_bytes(raw)
-    return path
+    return REMOTE / f"{datetime.datetime.now().strftime('%Y%m%d-%H%M%S-%f')}-{what}.txt"
 
 
 def merge_remote(entries_new: list[dict], path: Path | None = None) -> int:
     """Append the remote entries whose submission id is not yet recorded with the same runs; how many were added."""
-    known = {(e.get("submission_id"), json.dumps(e.get("runs"), sort_keys=True))
-             for e in read_entries(path, warn=lambda msg: None) if e.get("submission_id") is not None}
-    added = 0
-    for entry in entries_new:
-        key = (entry.get("submission_id"), json.dumps(entry.get("runs"), sort_keys=True))
-        if key not in known:
-            append_entry(entry, path)
-            known.add(key)
-            added += 1
+    with locked(path) as fd:  # read and append under one lock: another merge waits, then sees these lines
+        known = {(e.get("submission_id"), json.dumps(e.get("runs"), sort_keys=True))
+                 for e in read_entries(path, warn=lambda msg: None) if e.get("submission_id") is not None}
+        added = 0
+        for entry in entries_new:
+            key = (entry.get("submission_id"), json.dumps(entry.get("runs"), sort_keys=True))
+            if key not in known:
+                _append_line(fd, entry)
+                known.add(key)
+                added += 1
     return added
 
 

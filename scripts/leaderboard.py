@@ -276,13 +276,17 @@ def compile_step(path: Path, problem_dir: Path) -> str | None:
 def ask_board(leaderboard: str = LEADERBOARD, environ=None, home: Path | None = None) -> tuple[dict | None, str]:
     """The server's word on the board (GET /leaderboards, as popcorn would ask): (board or None, what it answered)."""
     environ = os.environ if environ is None else environ
-    api_url, cli_id = remote.popcorn_settings(environ, home or Path.home())
+    api_url, cli_id = remote.popcorn_settings(environ, home or Path.home())  # RemoteError: settings popcorn can't use
     if not api_url:
         return None, "POPCORN_API_URL is not set, so the server was not asked about the deadline"
     try:
         board = remote.fetch_board(api_url, leaderboard, cli_id)
     except remote.RemoteError as error:
         return None, f"{error} The deadline was not checked; popcorn will say what the server says"
+    if board.get("deadline_text") is not None:
+        return board, (f"warning: the server gives {leaderboard} a deadline that is not a date"
+                       f" ({board['deadline_text'][:40]!r}), so the deadline was not checked; popcorn will say what the"
+                       " server says")
     if board["deadline"] is None:
         return board, f"the server lists {leaderboard} with no deadline"
     return board, f"the server says {leaderboard} closes {board['deadline'].strftime('%Y-%m-%d %H:%M UTC')}"
@@ -302,7 +306,10 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, p
     board_info = None
     if ask_server is not None:
         echo("preflight: the board's deadline, asked of the server")
-        board_info, said = ask_server()
+        try:
+            board_info, said = ask_server()
+        except remote.RemoteError as error:
+            raise PreflightError(str(error)) from None
         echo(f"  {said}")
         if board_info is not None and remote.deadline_passed(board_info):
             raise PreflightError(remote.closed_sentence(board_info))

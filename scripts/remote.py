@@ -7,6 +7,7 @@ fixed-width table, `submissions show ID` a page of `Key: value` lines and `  - M
 Nothing is guessed: output with nothing to read is recorded as "no score found".
 """
 import datetime
+import http.client
 import json
 import math
 import re
@@ -16,7 +17,8 @@ import urllib.request
 from pathlib import Path
 
 S_TO_US = 1e6
-_SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): ([0-9.eE+-]+) s\s*$", re.MULTILINE)
+_SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): (\S+) s\s*$", re.MULTILINE)
+_ID_FIELD = re.compile(r'"submission_id"\s*:\s*(\d+)')
 _ACCEPTED = re.compile(r"Submission (\d+) accepted\.?(?: (\S+) GPU queue: (\d+) queued job)?")
 _FAILED = re.compile(r"Submission (\d+) (failed|timed_out|hacked): (.*)")
 _OLD_MEAN = re.compile(r"⏱\s*([\d.]+)\s*±\s*([\d.]+)\s*(ns|µs|us|ms|s)\b")
@@ -50,15 +52,27 @@ def _summary_json(text: str):
     return None
 
 
-def _score_us(score):
-    """Seconds -> microseconds; None for anything that is not a number (never a made-up score)."""
+def _seconds(score) -> float | None:
+    """A time in seconds as popcorn or the server gives it: a finite number of 0 or more, else None."""
     if isinstance(score, bool) or not isinstance(score, (int, float, str)):
         return None
     try:
         value = float(score)
     except ValueError:
         return None
-    return value * S_TO_US if math.isfinite(value) else None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _truncated_summary(text: str) -> bool:
+    """A JSON object opens at the start of a line and never decodes: popcorn's answer was cut mid-object."""
+    return re.search(r"^\{", text, re.MULTILINE) is not None
+
+
+def _score_us(score):
+    """Seconds -> microseconds; None for anything that is not a finite positive number (never a made-up score:
+    nan, inf, a negative or a zero time is no score)."""
+    value = _seconds(score)
+    return value * S_TO_US if value else None
 
 
 def refusal(text: str) -> dict | None:
@@ -128,6 +142,7 @@ def parse_submit_output(text: str) -> dict:
     anything ran), "unranked" (a ranked submit that earned no score), or "no score found".
     """
     record = {"submission_id": None, "status": "no score found", "message": "", "runs": [], "scores": [],
+              "invalid_scores": [], "ids_found": sorted({int(i) for i in _ID_FIELD.findall(text)}),
               "benchmark_means_us": [], "tests_passed": None, "tests_failed": None, "format": None,
               "queue": None, "cases": [], "job": None, "diagnostics": None, "refusal": None}
     accepted = _ACCEPTED.search(text)
@@ -135,17 +150,24 @@ def parse_submit_output(text: str) -> dict:
         record["submission_id"] = int(accepted[1])
         if accepted[2]:
             record["queue"] = {"runner": accepted[2], "queued": int(accepted[3])}
+    found = _SCORE.findall(text)
     record["scores"] = [{"secret": kind == "secret", "runner": runner, "score_us": _score_us(value)}
-                        for kind, runner, value in _SCORE.findall(text)]
+                        for kind, runner, value in found if _score_us(value) is not None]
+    record["invalid_scores"] = [f"{kind} on {runner}: {value} s" for kind, runner, value in found
+                                if _score_us(value) is None]
     record["cases"] = parse_case_rows(text)
     summary = _summary_json(text)
     if summary is not None:
         record["format"] = "1.3" if "job" not in summary else "1.3 with job"
         record["submission_id"] = summary.get("submission_id", record["submission_id"])
         record["leaderboard"] = summary.get("leaderboard")
+        runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
         record["runs"] = [{"mode": run.get("mode"), "secret": bool(run.get("secret")), "runner": run.get("runner"),
                            "passed": bool(run.get("passed")), "score_us": _score_us(run.get("score"))}
-                          for run in summary.get("runs", []) if isinstance(run, dict)]
+                          for run in runs if isinstance(run, dict)]
+        record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {run.get('score')!r}" for run in runs
+                                     if isinstance(run, dict) and run.get("score") is not None
+                                     and _score_us(run.get("score")) is None]
         if isinstance(summary.get("job"), dict):
             record["job"] = {"status": summary["job"].get("status"), "error": summary["job"].get("error")}
     means = [float(mean) * _UNIT_US[unit] for mean, _, unit in _OLD_MEAN.findall(text)]
@@ -172,6 +194,15 @@ def parse_submit_output(text: str) -> dict:
         record["status"] = "failed"
         record["message"] = (record["job"] or {}).get("error") or (
             f"the public {diagnostics[1]} run on {diagnostics[2]} failed" if diagnostics else "a public run failed")
+    elif record["invalid_scores"]:
+        record["status"] = "invalid score"
+        record["message"] = ("popcorn gave a score that is not a finite positive number, so none was recorded: "
+                             + "; ".join(record["invalid_scores"]))
+    elif summary is None and _truncated_summary(text):
+        record["status"] = "partial"
+        record["message"] = ("popcorn's summary JSON is cut short; what it holds is kept (ids "
+                             + (", ".join(map(str, record["ids_found"])) or "none") + ")")
+        record["submission_id"] = record["submission_id"] or (record["ids_found"] or [None])[0]
     elif unranked or any(r["secret"] and not r["passed"] for r in record["runs"]):
         record["status"] = "unranked"
         record["message"] = unranked[0].strip() if unranked else "the secret run failed, so the entry is hidden"
@@ -211,7 +242,7 @@ def parse_list(text: str, warn=lambda message: None) -> list[dict]:
             ("its ID column is not a number", not row["submission_id"].isdigit()),
             ("its time column is not a date", not _is_time(row["time"])),
             ("its status column is not a status", row["status"] not in _LIST_STATUSES),
-            ("its score column is not a score", score not in ("", "-", "not ranked") and _score_us(score) is None),
+            ("its score column is not a score", score not in ("", "-", "not ranked") and _seconds(score) is None),
         ) if bad]
         if problems:
             warn(f"line {number} of popcorn's list is not a row ({problems[0]}): {line.strip()[:80]}")
@@ -268,10 +299,16 @@ def popcorn_settings(environ, home: Path) -> tuple[str | None, str | None]:
         import yaml
 
         try:
-            data = yaml.safe_load(config.read_text()) or {}
-            cli_id = data.get("cli_id") if isinstance(data, dict) else None
-        except yaml.YAMLError:
-            cli_id = None
+            data = yaml.safe_load(config.read_bytes().decode("utf-8")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+            raise RemoteError(f"{config} cannot be read as YAML ({type(error).__name__}); popcorn-cli register"
+                              " writes it anew") from None
+        cli_id = data.get("cli_id") if isinstance(data, dict) else None
+        if cli_id is not None and (not isinstance(cli_id, (str, int)) or isinstance(cli_id, bool)
+                                   or not str(cli_id).isprintable() or not str(cli_id).strip()):
+            raise RemoteError(f"{config}: cli_id is {type(cli_id).__name__} {str(cli_id)[:40]!r}, not one line of"
+                              " printable text; popcorn-cli register writes it anew")
+        cli_id = None if cli_id is None else str(cli_id)
     return environ.get("POPCORN_API_URL"), cli_id
 
 
@@ -289,6 +326,9 @@ def _get_json(api_url: str, path: str, cli_id: str | None, timeout: float, what:
                           f"{' (register with popcorn-cli first)' if error.code in (401, 403) else ''}.") from None
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise RemoteError(f"the server at {api_url} could not be reached: {getattr(error, 'reason', error)}.") from None
+    except http.client.HTTPException as error:  # it closed mid-body, or answered something that is not HTTP
+        raise RemoteError(f"the server at {api_url} broke off its answer to {what}"
+                          f" ({type(error).__name__}).") from None
     try:
         return json.loads(body)
     except ValueError:
@@ -326,7 +366,9 @@ def fetch_board(api_url: str, leaderboard: str, cli_id: str | None = None, timeo
     if board is None:
         raise RemoteError(f"the server at {api_url} lists no leaderboard named {leaderboard}.")
     gpus = board.get("gpu_types")
-    return {"name": leaderboard, "deadline": utc_time(board.get("deadline")),
+    raw = board.get("deadline")
+    deadline = utc_time(raw)
+    return {"name": leaderboard, "deadline": deadline, "deadline_text": None if raw is None or deadline else str(raw),
             "gpu_types": [str(g) for g in gpus] if isinstance(gpus, list) else None}
 
 
