@@ -78,10 +78,10 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-def interrupt_on_signals() -> None:
-    """SIGINT, SIGTERM and SIGHUP raise Interrupted here, so a run ends its worker and says one line."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+def interrupt_on_signals() -> dict:
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted here, so a run ends its children and says one line;
+    the handlers they had, to restore."""
+    return {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
 def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:

@@ -13,6 +13,7 @@ import datetime
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -75,13 +76,10 @@ def write_record(out_dir: Path, name: str, fields: dict) -> Path:
 
 
 def check_writable(json_out) -> None:
-    """Refuse, before a run starts, a --json path whose folder does not exist or that names a folder."""
-    if json_out is None:
-        return
-    if json_out.is_dir():
-        raise click.ClickException(f"--json {json_out} is a folder; give a file name")
-    if not json_out.parent.is_dir():
-        raise click.ClickException(f"--json {json_out}: the folder {json_out.parent} does not exist")
+    """Refuse, before a run starts, a --json path the report cannot be written whole to."""
+    problem = json_out is not None and harness.output_problem(json_out)
+    if problem:
+        raise click.ClickException(f"{problem}; nothing was run")
 
 
 def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
@@ -90,9 +88,9 @@ def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
         report = harness.run_local(mode, file.resolve(), tests_file, timeout)
     except harness.TaskError as error:
         raise click.ClickException(str(error)) from None
+    history.record_report(report)  # first: a report that cannot be written loses no history
     if json_out:
-        json_out.write_text(json.dumps(report, indent=2))
-    history.record_report(report)
+        harness.write_whole(json_out, json.dumps(report, indent=2))
     sys.exit(0 if report["passed"] else 1)
 
 
@@ -100,10 +98,15 @@ class Loop(click.Group):
     """The CLI's group: a malformed task.yml or an unreadable history is one sentence, never a traceback."""
 
     def invoke(self, ctx):
+        harness.interrupt_on_signals()  # SIGTERM and SIGHUP too: each command's `finally` ends its children
         try:
             return super().invoke(ctx)
-        except (harness.TaskError, history.HistoryError) as error:
+        except (harness.TaskError, history.HistoryError, remote.RemoteError) as error:
             raise click.ClickException(str(error)) from None
+        except KeyboardInterrupt as stop:
+            stop = harness.interrupted_of(stop)
+            click.echo(f"interrupted ({stop.name}); the processes this command started were ended", err=True)
+            sys.exit(stop.exit_code)
 
 
 def positive_seconds(ctx, param, value):
@@ -353,7 +356,7 @@ def submit(file, mode, gpu, board, yes, dry_run):
     history.append_entry(history.submission_entry(submitted))
     click.echo(leaderboard.recorded_line(submitted))
     failure = leaderboard.submit_failure(submitted)
-    if failure is not None and failure[0] == harness.INTERRUPTED:
+    if failure is not None and failure[0] != 1:  # a signal: one line, 128 + the signal
         click.echo(failure[1], err=True)
         sys.exit(failure[0])
     if failure is not None:
@@ -386,13 +389,17 @@ def judge_cmd(file, secret, json_out, dry_run):
             click.echo(step)
         return
     check_writable(json_out)
+    try:
+        leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
+    except leaderboard.PreflightError as error:
+        raise click.ClickException(f"judge refused {file.name}: {error}") from None
     record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
+    history.append_entry(history.judge_entry(record))  # first: nothing after it can lose the verdict
+    if json_out:
+        harness.write_whole(json_out, json.dumps(record, indent=2))
     click.echo("")
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))
-    history.append_entry(history.judge_entry(record))
-    if json_out:
-        json_out.write_text(json.dumps(record, indent=2))
     if record["public_s"] is not None:
         report = estimate.for_score(file.stem, record["public_s"] * 1e6, record["runner"], default_out("compare"))
         click.echo(estimate.format_estimate(report))
@@ -407,21 +414,25 @@ def remote_group():
 
 
 def _popcorn_or_fail() -> str:
-    popcorn = leaderboard.find_popcorn()
-    if popcorn is None:
-        raise click.ClickException(leaderboard.INSTALL_HINT)
-    return popcorn
+    try:
+        return leaderboard.check_popcorn()
+    except leaderboard.PreflightError as error:
+        raise click.ClickException(str(error)) from None
 
 
 def _ask_popcorn(args: list[str]) -> tuple[str, Path]:
-    """popcorn-cli's answer, decoded leniently, and where its raw bytes were saved (before anything reads them)."""
-    proc = subprocess.run([_popcorn_or_fail(), *args], capture_output=True)
-    saved = history.save_remote_output(proc.stdout + proc.stderr, "-".join(args[:2]))
-    if proc.returncode != 0:
-        text = (proc.stderr + proc.stdout).decode("utf-8", "replace").strip() or "no output"
-        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {proc.returncode}):"
-                                   f" {text.splitlines()[-1]}")
-    return proc.stdout.decode("utf-8", "replace"), saved
+    """popcorn-cli's answer, decoded leniently, and where its raw bytes were saved as they arrived."""
+    popcorn = _popcorn_or_fail()
+    saved = history.remote_output_path("-".join(args[:2]))
+    try:
+        code, stdout, everything = leaderboard.run_saving([popcorn, *args], saved, merge=False)
+    except leaderboard.Interrupted as stop:
+        click.echo(f"interrupted ({stop.signal_name}); popcorn's output so far is saved in {saved}", err=True)
+        sys.exit(stop.exit_code)
+    if code != 0:
+        text = everything.decode("utf-8", "replace").strip() or "no output"
+        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {code}): {text.splitlines()[-1]}")
+    return stdout.decode("utf-8", "replace"), saved
 
 
 def _merge(entries: list[dict], saved: Path) -> int:
@@ -444,8 +455,19 @@ def remote_list():
     click.echo(f"{len(rows)} submissions; {added} new in the history")
 
 
-@remote_group.command(name="show")
-@click.argument("submission_id", type=click.IntRange(min=0))
+class SubmissionId(click.ParamType):
+    """A submission id: a positive integer (a leading '-' is read as a bad id, not as an option)."""
+    name = "ID"
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip()
+        if not text.isdigit() or int(text) < 1:
+            self.fail(f"{value!r} is not a submission id: an id is a positive integer", param, ctx)
+        return int(text)
+
+
+@remote_group.command(name="show", context_settings={"ignore_unknown_options": True})
+@click.argument("submission_id", type=SubmissionId())
 def remote_show(submission_id):
     """One submission's runs (popcorn-cli submissions show ID), merged into the history."""
     text, saved = _ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])

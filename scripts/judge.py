@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,22 @@ def clean_env(secret: int | None) -> dict:
     return env
 
 
+def end_group(process: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM to the process's group (eval.py then ends its worker), SIGKILL to what is left after grace_s."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=wait_s)
+            os.killpg(process.pid, 0)  # the group outlives its leader only while a worker lingers
+        except ProcessLookupError:
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_stage(file: Path, mode: str, chain: str, secret: int | None, problem_dir: Path, echo=print) -> Stage:
     """Compile step, then `python3 eval.py MODE CASES` with POPCORN_FD, each in a fresh scratch folder."""
     stage = Stage(chain=chain, mode=mode, start_time=now())
@@ -98,15 +115,20 @@ def run_stage(file: Path, mode: str, chain: str, secret: int | None, problem_dir
                  f"{' (secret seed)' if secret is not None else ''}")
             env = clean_env(secret)
             env["POPCORN_FD"] = str(out.fileno())
+            # Its own process group, so that eval.py and its worker end together, whatever ends the judge.
             process = subprocess.Popen([sys.executable, "eval.py", mode, tests.name], cwd=folder, env=env,
-                                       pass_fds=(out.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                       pass_fds=(out.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
             stage.pid = process.pid
             try:
                 output, _ = process.communicate(timeout=limit + SLACK_S)
             except subprocess.TimeoutExpired:
-                process.kill()
+                end_group(process)
                 output, _ = process.communicate()
                 stage.error = f"the {mode} stage ran past its {limit} s limit"
+            except BaseException:  # Ctrl-C or SIGTERM: no eval.py keeps running in a deleted folder
+                end_group(process)
+                raise
             stage.code = process.returncode
         stage.lines = parse_results(results.read_text(errors="replace"))
     stage.end_time = now()

@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -301,8 +302,7 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, p
     """
     if need_popcorn:
         echo("preflight: popcorn-cli on PATH")
-        if find_popcorn() is None:
-            raise PreflightError(INSTALL_HINT)
+        check_popcorn()
     board_info = None
     if ask_server is not None:
         echo("preflight: the board's deadline, asked of the server")
@@ -359,6 +359,28 @@ def find_popcorn() -> str | None:
     return shutil.which("popcorn-cli") or shutil.which("popcorn")
 
 
+def check_popcorn() -> str:
+    """popcorn-cli's path, checked before anything runs: found, executable, and where it starts with `#!`,
+    naming an interpreter that exists; PreflightError naming the problem."""
+    popcorn = find_popcorn()
+    if popcorn is None:
+        raise PreflightError(INSTALL_HINT)
+    path = Path(shutil.which(popcorn) or popcorn)
+    if not os.access(path, os.X_OK) or path.is_dir():
+        raise PreflightError(f"popcorn-cli at {path} is not an executable file (chmod +x it, or set POPCORN_BIN to one)")
+    try:
+        with open(path, "rb") as binary:
+            head = binary.readline(256)
+    except OSError as error:
+        raise PreflightError(f"popcorn-cli at {path} cannot be read: {error.strerror}") from None
+    if head.startswith(b"#!"):
+        words = head[2:].decode("utf-8", "replace").split()
+        if not words or not os.access(words[0], os.X_OK):
+            raise PreflightError(f"popcorn-cli at {path} starts with '#!{' '.join(words)}', an interpreter that is not"
+                                 " there to run it")
+    return str(path)
+
+
 def popcorn_command(popcorn: str, leaderboard: str, gpu: str, mode: str, path: Path, output: Path) -> list[str]:
     return [popcorn, "submit", "--no-tui", "--leaderboard", leaderboard, "--gpu", gpu, "--mode", mode,
             str(path), "-o", str(output)]
@@ -367,39 +389,75 @@ def popcorn_command(popcorn: str, leaderboard: str, gpu: str, mode: str, path: P
 class Interrupted(Exception):
     """Ctrl-C, SIGTERM or SIGHUP while popcorn ran; `output` holds what it printed until then."""
 
-    def __init__(self, output: str, signal_name: str = "SIGINT"):
+    def __init__(self, output: str, stop: harness.Interrupted):
         super().__init__("interrupted")
         self.output = output
-        self.signal_name = signal_name
+        self.signal_name = stop.name
+        self.exit_code = stop.exit_code
 
 
-def _raise_interrupted(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+def _drain(fds: dict, sink, limit_s: float = 2.0) -> None:
+    """What the pipes still hold once the command has ended (up to limit_s), handed to sink(fd, chunk)."""
+    end = time.monotonic() + limit_s
+    while fds and time.monotonic() < end:
+        ready, _, _ = select.select(list(fds), [], [], max(0.0, end - time.monotonic()))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if chunk:
+                sink(fd, chunk)
+            else:
+                del fds[fd]
 
 
-def run_echoing(command: list[str], raw_log: Path, echo=print) -> tuple[int, str]:
-    """Run command, echoing its output line by line as it comes and appending the raw bytes to raw_log
-    as they arrive; (exit code, all output decoded leniently). Ctrl-C, SIGTERM and SIGHUP end the
-    command and raise Interrupted with what it printed: nothing it said is lost."""
-    chunks = []
-    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    process = None
+def run_saving(command: list[str], raw_log: Path, echo=None, merge: bool = True) -> tuple[int, bytes, bytes]:
+    """Run command, appending its bytes to raw_log as they arrive (not lines: a last line with no newline
+    yet is kept too) and echoing whole lines; (exit code, its stdout, everything it printed). merge: stderr
+    into stdout, as a terminal shows them. Ctrl-C, SIGTERM and SIGHUP end the command and raise Interrupted
+    with what it printed: nothing it said is lost."""
+    previous = harness.interrupt_on_signals()
+    process, stdout, everything, pending = None, bytearray(), bytearray(), bytearray()
+    fds, out_fd = {}, None
     try:
         with open(raw_log, "ab") as log:
+            def sink(fd, chunk):
+                log.write(chunk)
+                log.flush()
+                everything.extend(chunk)
+                if fd == out_fd:
+                    stdout.extend(chunk)
+                if echo is not None:
+                    pending.extend(chunk)
+                    *lines, rest = bytes(pending).split(b"\n")
+                    pending[:] = rest
+                    for line in lines:
+                        echo(line.decode("utf-8", "replace"))
+
             try:
-                process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                for line in process.stdout:
-                    log.write(line)
-                    log.flush()
-                    chunks.append(line)
-                    echo(line.decode("utf-8", "replace").rstrip("\n"))
-                return process.wait(), b"".join(chunks).decode("utf-8", "replace")
+                process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT if merge else subprocess.PIPE)
+                out_fd = process.stdout.fileno()
+                fds = {out_fd: "stdout"} if merge else {out_fd: "stdout", process.stderr.fileno(): "stderr"}
+                while fds:
+                    for fd in select.select(list(fds), [], [])[0]:
+                        chunk = os.read(fd, 65536)
+                        if chunk:
+                            sink(fd, chunk)
+                        else:
+                            del fds[fd]
+                code = process.wait()
             except KeyboardInterrupt as stop:
                 if process is not None:
                     process.kill()
                     process.wait()
-                name = str(stop) if str(stop).startswith("SIG") else "SIGINT"
-                raise Interrupted(b"".join(chunks).decode("utf-8", "replace"), name) from None
+                    _drain(dict(fds), sink)
+                raise Interrupted(bytes(everything).decode("utf-8", "replace"), harness.interrupted_of(stop)) from None
+            finally:
+                if echo is not None and pending:
+                    echo(bytes(pending).decode("utf-8", "replace"))
+                for pipe in (process.stdout, process.stderr) if process is not None else ():
+                    if pipe is not None:
+                        pipe.close()
+        return code, bytes(stdout), bytes(everything)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -420,9 +478,10 @@ def submit(file: Path, mode: str, checked: dict, output_dir: Path, echo=print) -
     command = popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file, written)
     interrupted = None
     try:
-        code, text = run_echoing(command, output, echo=echo)
+        code, _, raw = run_saving(command, output, echo=echo)
+        text = raw.decode("utf-8", "replace")
     except Interrupted as stop:
-        code, text, interrupted = harness.INTERRUPTED, stop.output, stop.signal_name
+        code, text, interrupted = stop.exit_code, stop.output, stop.signal_name
     saved = written.read_bytes().decode("utf-8", "replace") if written.exists() else ""
     parsed = remote.parse_submit_output(text + "\n" + saved)
     if interrupted:
@@ -447,16 +506,16 @@ def recorded_line(submitted: dict) -> str:
 
 
 def submit_failure(submitted: dict) -> tuple[int, str] | None:
-    """(exit code, why) when a submit did not end well, else None: interrupted exits with the harness's
-    INTERRUPTED, every other failure with 1."""
+    """(exit code, why) when a submit did not end well, else None: interrupted exits with 128 + the signal,
+    every other failure with 1."""
     parsed, status, output, code = submitted["parsed"], submitted["status"], submitted["output"], submitted["code"]
     if status == "interrupted":
-        return harness.INTERRUPTED, f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}"
+        return code, f"interrupted ({submitted['signal']}); popcorn's output so far is saved in {output}"
     if status == "refused":
         return 1, f"refused, {parsed['message']} popcorn's output is saved in {output}"
     if status == "no score found":
         return 1, f"no score found in popcorn's output (exit {code}): it is saved in {output}"
-    if code != 0 or status in ("failed", "timed_out", "hacked", "unranked"):
+    if code != 0 or status in ("failed", "timed_out", "hacked", "unranked", "invalid score", "partial"):
         return 1, f"popcorn exited with {code}, {status}: {parsed['message'] or 'see'} ({output})"
     return None
 
