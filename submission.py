@@ -50,7 +50,8 @@ CONFIGS = {}
 
 # Where no entry exists, the first call for a (GPU, shape) of at least a million outputs times these
 # with the leaderboard's timing and keeps the fastest for the process (configs only, never outputs).
-TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # set to 0 to switch the first-call search off
+TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # 0, off, false or no switch the first-call search off
+TUNE_WORDS = {"0": False, "off": False, "false": False, "no": False, "1": True, "on": True, "true": True, "yes": True}
 TUNE_MIN_OUTPUTS = 1 << 20
 TUNE_BUDGET_S = 8.0  # no new candidate starts after this; the lot stays under 10 s, compiles included
 TUNE_MARGIN = 0.01  # a candidate must beat the heuristic by this much: the H200 search's own spread
@@ -402,10 +403,20 @@ def pick_line(record: dict) -> str:
             f"dropped: {dropped}; control files: {acf}")
 
 
+@functools.lru_cache(maxsize=None)
+def tune_switch(value: str) -> bool:
+    """CAUSAL_CONV1D_TUNE's word: the usual words for off and on; any other value is said once and leaves it on."""
+    word = value.strip().lower()
+    if word not in TUNE_WORDS:
+        print(f"causal_conv1d: {TUNE_ENV}={value!r} is not a word for on or off (0/off/false/no, 1/on/true/yes);"
+              " the first-call search stays on", file=sys.stderr)
+    return TUNE_WORDS.get(word, True)
+
+
 def searchable(x) -> bool | None:
     """A large shape on a GPU, outside a capture, with the search not switched off; None where this
     torch cannot tell a capture (then the heuristic, for good)."""
-    if x.device.type != "cuda" or x.numel() < TUNE_MIN_OUTPUTS or os.environ.get(TUNE_ENV, "1") == "0":
+    if x.device.type != "cuda" or x.numel() < TUNE_MIN_OUTPUTS or not tune_switch(os.environ.get(TUNE_ENV, "1")):
         return False
     capturing = _capturing(x.device)
     return None if capturing is None else not capturing

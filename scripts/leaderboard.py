@@ -190,11 +190,15 @@ def server_file_rules(path: Path) -> str:
         raise PreflightError(f"{path.name} is {len(raw):,} bytes; the server rejects files over {MAX_BYTES:,} bytes"
                              " (HTTP 413)")
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[:error.start].count(b"\n") + 1
         raise PreflightError(f"{path.name} is not valid UTF-8 (line {line}, byte {error.start}); the server refuses"
                              " it (HTTP 400)") from None
+    if text.startswith("\ufeff"):
+        raise PreflightError(f"{path.name} starts with a UTF-8 byte-order mark, so its first line does not begin with"
+                             " '#!POPCORN' for popcorn or the server: save it without the mark")
+    return text
 
 
 def kernelguard_command() -> list[str] | None:
