@@ -98,7 +98,7 @@ class Loop(click.Group):
     """The CLI's group: a malformed task.yml or an unreadable history is one sentence, never a traceback."""
 
     def invoke(self, ctx):
-        harness.interrupt_on_signals()  # SIGTERM and SIGHUP too: each command's `finally` ends its children
+        previous = harness.interrupt_on_signals()  # SIGTERM and SIGHUP too: each command's `finally` ends its children
         try:
             return super().invoke(ctx)
         except (harness.TaskError, history.HistoryError, remote.RemoteError) as error:
@@ -107,6 +107,9 @@ class Loop(click.Group):
             stop = harness.interrupted_of(stop)
             click.echo(f"interrupted ({stop.name}); the processes this command started were ended", err=True)
             sys.exit(stop.exit_code)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def positive_seconds(ctx, param, value):

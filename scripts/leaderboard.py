@@ -367,6 +367,9 @@ def check_popcorn() -> str:
     """popcorn-cli's path, checked before anything runs: found, executable, and where it starts with `#!`,
     naming an interpreter that exists; PreflightError naming the problem."""
     popcorn = find_popcorn()
+    if popcorn is None and os.environ.get("POPCORN_BIN"):
+        raise PreflightError(f"POPCORN_BIN={os.environ['POPCORN_BIN']} is not an executable file (point it at"
+                             " popcorn-cli)")
     if popcorn is None:
         raise PreflightError(INSTALL_HINT)
     path = Path(shutil.which(popcorn) or popcorn)

@@ -70,7 +70,7 @@ def test_ctrl_c_sigterm_or_sighup_while_popcorn_waits_is_recorded_interrupted_wi
     else:
         proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and f"interrupted ({signal.Signals(signum).name})" in err
+    assert proc.returncode == 128 + signum and f"interrupted ({signal.Signals(signum).name})" in err
     assert "Traceback" not in out + err
     entry = history.read_entries(Path(env["WORKSPACE_HISTORY"]))[-1]
     assert entry["outcome"] == "interrupted" and entry["submission_id"] == 556
@@ -105,7 +105,7 @@ def test_remote_show_with_an_unreadable_history_says_so_and_keeps_the_answer(fak
     env["FAKE_OUTPUT"] = str(SAMPLES / "submissions_show.txt")
     proc = run_cli(["remote", "show", "31337"], env)
     sentence = one_sentence(proc.stderr)
-    assert proc.returncode == 1 and "cannot be read: Is a directory" in sentence and "is saved in" in sentence
+    assert proc.returncode == 1 and "cannot be written: Is a directory" in sentence and "is saved in" in sentence
     saved = Path(sentence.split("is saved in ")[1].split(";")[0])
     assert saved.read_text() == (SAMPLES / "submissions_show.txt").read_text()
 
