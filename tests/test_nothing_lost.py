@@ -328,36 +328,23 @@ def test_an_unreadable_deadline_is_a_warning_never_silence(deadline):
     assert found["deadline"] is None and said.startswith("warning:") and "not checked" in said
 
 
-def _not_executable(tmp):
-    path = tmp / "popcorn-cli"
-    path.write_text("#!/bin/sh\necho hi\n")
-    path.chmod(0o644)
-    return path, "is not an executable file"
+# name -> (the file's text or None for a folder, its mode, what the sentence says)
+POPCORN_BINS = {"not executable": ("#!/bin/sh\necho hi\n", 0o644, "is not an executable file"),
+                "a #! to nowhere": ("#!/nonexistent/python3\nprint('hi')\n", 0o755, "an interpreter that is not there"),
+                "an empty #!": ("#!\n", 0o755, "an interpreter that is not there"),
+                "a folder": (None, 0o755, "is not an executable file")}
 
 
-def _bad_shebang(tmp):
-    path = tmp / "popcorn-cli"
-    path.write_text("#!/nonexistent/python3\nprint('hi')\n")
-    path.chmod(0o755)
-    return path, "an interpreter that is not there"
-
-
-def _empty_shebang(tmp):
-    path = tmp / "popcorn-cli"
-    path.write_text("#!\n")
-    path.chmod(0o755)
-    return path, "an interpreter that is not there"
-
-
-def _a_folder(tmp):
-    (tmp / "popcorn-dir").mkdir()
-    return tmp / "popcorn-dir", "is not an executable file"
-
-
-@pytest.mark.parametrize("make", [_not_executable, _bad_shebang, _empty_shebang, _a_folder])
+@pytest.mark.parametrize("bad", list(POPCORN_BINS))
 @pytest.mark.parametrize("command", [["submit"], ["remote", "list"]])
-def test_a_popcorn_bin_that_cannot_run_is_refused_first(tmp_path, make, command):
-    popcorn, words = make(tmp_path)
+def test_a_popcorn_bin_that_cannot_run_is_refused_first(tmp_path, bad, command):
+    text, mode, words = POPCORN_BINS[bad]
+    popcorn = tmp_path / "popcorn-cli"
+    if text is None:
+        popcorn.mkdir()
+    else:
+        popcorn.write_text(text)
+        popcorn.chmod(mode)
     args = [*command, str(candidate(tmp_path))] if command == ["submit"] else command
     proc = run_cli(args, {"POPCORN_BIN": str(popcorn), "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
