@@ -71,7 +71,7 @@ def write_record(out_dir: Path, name: str, fields: dict) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / name
     record = {"device": harness.device_name(), "commit": history.git_commit(), "date": datetime.date.today().isoformat()}
-    path.write_text(json.dumps({**record, **fields}, indent=2, default=list))
+    harness.write_whole(path, json.dumps({**record, **fields}, indent=2, default=list), flag="--out")
     return path
 
 
