@@ -106,7 +106,8 @@ def fake_popcorn(tmp_path):
     script = bin_dir / "popcorn-cli"
     script.write_text(textwrap.dedent(f"""\
         #!{sys.executable}
-        import json, os, sys, time
+        import json, os, signal, sys, time
+        signal.signal(signal.SIGINT, lambda *a: os._exit(130))  # as popcorn: Ctrl-C ends it without a word
         json.dump(sys.argv[1:], open({str(record)!r}, "w"))
         text = open(os.environ["FAKE_OUTPUT"], "rb").read()
         sys.stdout.buffer.write(text)
