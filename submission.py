@@ -25,8 +25,10 @@ CUDA-graph capture, take the heuristic, a Triton tile.
 
 Self-contained: the runner ships only this file beside its own task.py.
 """
+import contextlib
 import functools
 import glob
+import io
 import math
 import os
 import sys
@@ -70,7 +72,7 @@ ACF_GLOB = "/opt/booster_pack/*.acf"
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB zeroed before each timed call, as the leaderboard does
 
 @triton.jit
-def _columns(group):
+def columns(group):
     """[N, 4] -> its four columns, each [N], without leaving the thread's registers."""
     n: tl.constexpr = group.shape[0]
     even, odd = tl.split(group.reshape(n, 2, 2))
@@ -80,7 +82,7 @@ def _columns(group):
 
 
 @triton.jit
-def _add_taps(acc, cols, w_row, W: tl.constexpr, q: tl.constexpr, j: tl.constexpr):
+def add_taps(acc, cols, w_row, W: tl.constexpr, q: tl.constexpr, j: tl.constexpr):
     """Add to output column j the taps that fall in the group q groups back.
 
     cols[r] holds x[4n - 4q + r]; output 4n + j needs x[4n + j - m] for lag m in [0, W),
@@ -116,11 +118,11 @@ def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
     for q in tl.static_range((W + 6) // 4):
         src = t - 4 * q
         group = tl.load(x_row + src, mask=(src >= 0) & (src < S), other=0.0)
-        cols = _columns(group)
-        o0 = _add_taps(o0, cols, w_row, W, q, 0)
-        o1 = _add_taps(o1, cols, w_row, W, q, 1)
-        o2 = _add_taps(o2, cols, w_row, W, q, 2)
-        o3 = _add_taps(o3, cols, w_row, W, q, 3)
+        cols = columns(group)
+        o0 = add_taps(o0, cols, w_row, W, q, 0)
+        o1 = add_taps(o1, cols, w_row, W, q, 1)
+        o2 = add_taps(o2, cols, w_row, W, q, 2)
+        o3 = add_taps(o3, cols, w_row, W, q, 3)
     # join(join(o0, o2), join(o1, o3))[n, i, j] is o(2i + j): back to [N, 4] in order.
     out = tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(N, 4)
     tl.store(out_ptr + row_start + t, out, mask=t < S)
@@ -258,10 +260,10 @@ def launch(x, weight, bias, out, block: int, num_warps: int, build: str | None =
 
 # ----------------------------------------------------------------------------- the first-call search
 
-_tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, build): configs only
+tuned = {}  # (gpu, B, D, S, W) -> (BLOCK, num_warps, build): configs only
 
 
-def _capturing(device) -> bool | None:
+def capturing(device) -> bool | None:
     """True inside a CUDA-graph capture, False outside, None where this torch cannot tell.
 
     torch 2.13 answers directly. Older ones are asked where a fresh allocation lands: during a
@@ -305,7 +307,7 @@ def _formula(x, weight, bias):
     return out
 
 
-def _graph_timer(device):
+def graph_timer(device):
     """The leaderboard's timing in small: graphs of 100 (flush; call) and of 100 flushes, the
     difference, the median of five samples."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
@@ -339,7 +341,7 @@ def config_name(config) -> str:
     return f"{block}/{warps}" + (f" {os.path.basename(build.split()[-1])}" if build else "")
 
 
-def _search(key, x, weight, bias, timer) -> dict:
+def search_record(key, x, weight, bias, timer) -> dict:
     """Time every candidate that builds and matches the formula on this input; the fastest wins if it
     beats the heuristic by more than TUNE_MARGIN. Returns the record: the pick, each timed candidate's
     microseconds, and each dropped candidate with why."""
@@ -355,7 +357,9 @@ def _search(key, x, weight, bias, timer) -> dict:
             dropped.append((config, "the CUDA kernel does not serve this input"))
             continue
         try:
-            launch(x, weight, bias, out, *config)
+            # Triton prints a failed build's whole PTX reproducer to stdout; a dropped candidate is one line
+            with contextlib.redirect_stdout(io.StringIO()):
+                launch(x, weight, bias, out, *config)
             if x.is_cuda:
                 torch.cuda.synchronize()
         except Exception as error:  # a candidate that fails to compile or launch is dropped, never chosen
@@ -418,8 +422,8 @@ def searchable(x) -> bool | None:
     torch cannot tell a capture (then the heuristic, for good)."""
     if x.device.type != "cuda" or x.numel() < TUNE_MIN_OUTPUTS or not tune_switch(os.environ.get(TUNE_ENV, "1")):
         return False
-    capturing = _capturing(x.device)
-    return None if capturing is None else not capturing
+    in_capture = capturing(x.device)
+    return None if in_capture is None else not in_capture
 
 
 def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
@@ -428,16 +432,16 @@ def choose(gpu: str, x, weight, bias) -> tuple[int, int, str | None]:
     key = (gpu, B, D, S, weight.shape[1])
     if key in CONFIGS:
         return (*CONFIGS[key], None)[:3]
-    if key in _tuned:
-        return _tuned[key]
+    if key in tuned:
+        return tuned[key]
     can_search = searchable(x)
     if can_search is None:  # remembered, so later calls skip the probe
-        _tuned[key] = (*heuristic_config(*key[1:]), None)
+        tuned[key] = (*heuristic_config(*key[1:]), None)
     elif can_search:
-        record = _search(key, x, weight, bias, _graph_timer(x.device))
+        record = search_record(key, x, weight, bias, graph_timer(x.device))
         print(pick_line(record), file=sys.stderr)
-        _tuned[key] = record["pick"]
-    return _tuned.get(key) or (*heuristic_config(*key[1:]), None)
+        tuned[key] = record["pick"]
+    return tuned.get(key) or (*heuristic_config(*key[1:]), None)
 
 
 def tile_for(data) -> tuple[int, int]:
@@ -446,7 +450,7 @@ def tile_for(data) -> tuple[int, int]:
     return choose(gpu_of(x), x, weight, bias)[:2]
 
 
-def _validate(data) -> None:
+def validate(data) -> None:
     if not isinstance(data, (tuple, list)) or len(data) != 3:
         raise ValueError("causal_conv1d expects data = (x, weight, bias)")
     x, weight, bias = data
@@ -471,7 +475,7 @@ def _validate(data) -> None:
 
 
 def custom_kernel(data: input_t) -> output_t:
-    _validate(data)
+    validate(data)
     x, weight, bias = (t.contiguous() for t in data)
     out = torch.empty_like(x)
     if out.numel() == 0:

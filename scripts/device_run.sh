@@ -38,9 +38,9 @@ for step in $steps; do
     env) run nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
          run python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name());
 import submission; g = torch.cuda.CUDAGraph(); x = torch.zeros(4, device='cuda'); d = x.device
-with torch.cuda.graph(g): inside = submission._capturing(d); x.add_(1)
+with torch.cuda.graph(g): inside = submission.capturing(d); x.add_(1)
 g.replay(); torch.cuda.synchronize()
-print('capture probe: outside', submission._capturing(d), 'inside', inside, 'graph still good:', x.tolist() == [1.0] * 4)";;
+print('capture probe: outside', submission.capturing(d), 'inside', inside, 'graph still good:', x.tolist() == [1.0] * 4)";;
     pytest) run python3 -m pytest -q tests/test_submission.py tests/test_eval.py \
               -k "${PYTEST_K:-test_submission or cannot_be_captured or protocol_timing}";;
     eval) run python3 eval.py both --json $DEV/eval_both.json;;

@@ -30,7 +30,7 @@ def search_once(args: dict) -> dict:
     module = baselines.load_kernel_file(SUBMISSION, "submission")
     x, weight, bias = reference.generate_input(**args)
     key = (module.gpu_of(x), *x.shape, weight.shape[1])
-    record = module._search(key, x, weight, bias, module._graph_timer(x.device))
+    record = module.search_record(key, x, weight, bias, module.graph_timer(x.device))
     return {"pick": list(record["pick"]), "line": module.pick_line(record),
             "timed": [[list(config), us] for config, us in record["timed"]],
             "dropped": [[list(config), reason] for config, reason in record["dropped"]],

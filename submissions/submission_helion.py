@@ -279,7 +279,7 @@ def _freeze(config: dict) -> tuple:
     return tuple(sorted((k, freeze(v)) for k, v in config.items()))
 
 
-def _validate(data) -> None:
+def validate(data) -> None:
     if not isinstance(data, (tuple, list)) or len(data) != 3:
         raise ValueError("causal_conv1d expects data = (x, weight, bias)")
     x, weight, bias = data
@@ -304,7 +304,7 @@ def _validate(data) -> None:
 
 
 def custom_kernel(data: input_t) -> output_t:
-    _validate(data)
+    validate(data)
     x, weight, bias = (t.contiguous() for t in data)
     B, D, S = x.shape
     W = weight.shape[1]

@@ -86,12 +86,12 @@ def test_every_task_shape_has_a_hard_coded_config_and_nothing_autotunes():
 
 
 def test_the_input_checks_are_the_triton_submissions_word_for_word():
-    """Each submission must be self-contained, so _validate is written twice: keep the copies equal."""
+    """Each submission must be self-contained, so validate is written twice: keep the copies equal."""
     import ast
 
     def validate_source(path):
         text = path.read_text()
-        node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "_validate")
+        node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "validate")
         return ast.get_source_segment(text, node)
 
     helion_copy = validate_source(HELION_FILE).replace("HELION_INTERPRET", "TRITON_INTERPRET")

@@ -1,6 +1,5 @@
 """submission.py: right on every shape the runner may send, and clear about bad input."""
 import re
-import time
 
 import pytest
 import torch
@@ -181,7 +180,7 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
         timed.append(run)
         return {0: 5.0, 1: 3.0}.get(len(timed) - 1, 0.1)
 
-    record = submission._search(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
+    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
     assert record["pick"] == (128, 1, None) and len(timed) == 2  # the heuristic (512, 1) and 128; 48 and 256 dropped
     assert [config for config, _ in record["timed"]] == [(512, 1, None), (128, 1, None)]
     reasons = dict(record["dropped"])
@@ -235,14 +234,14 @@ def test_the_pick_line_says_why_what_was_timed_and_dropped_and_which_control_fil
 def test_the_pick_is_kept_for_the_process_and_the_search_can_be_switched_off(monkeypatch):
     x, weight, bias = make_inputs(1, 2, 40, 4)
     searched = []
-    monkeypatch.setattr(submission, "_tuned", {})
+    monkeypatch.setattr(submission, "tuned", {})
     monkeypatch.setattr(submission, "searchable", lambda x: True)
-    monkeypatch.setattr(submission, "_graph_timer", lambda device: None)
-    monkeypatch.setattr(submission, "_search", lambda key, *a: searched.append(key) or _record([((128, 1, None), 1.0)]))
+    monkeypatch.setattr(submission, "graph_timer", lambda device: None)
+    monkeypatch.setattr(submission, "search_record", lambda key, *a: searched.append(key) or _record([((128, 1, None), 1.0)]))
     assert submission.choose("cpu", x, weight, bias) == (128, 1, None)
     assert submission.choose("cpu", x, weight, bias) == (128, 1, None)
     assert len(searched) == 1  # once per (GPU, shape); only the config is kept
-    assert submission._tuned == {("cpu", 1, 2, 40, 4): (128, 1, None)}
+    assert submission.tuned == {("cpu", 1, 2, 40, 4): (128, 1, None)}
 
     monkeypatch.undo()
     big = torch.empty(1, 1, submission.TUNE_MIN_OUTPUTS)
@@ -254,9 +253,9 @@ def test_the_pick_is_kept_for_the_process_and_the_search_can_be_switched_off(mon
 def test_where_torch_cannot_tell_a_capture_the_heuristic_is_kept_without_asking_again(monkeypatch):
     x, weight, bias = make_inputs(1, 2, 40, 4)
     asked = []
-    monkeypatch.setattr(submission, "_tuned", {})
+    monkeypatch.setattr(submission, "tuned", {})
     monkeypatch.setattr(submission, "searchable", lambda x: asked.append(1))  # None: cannot tell
-    monkeypatch.setattr(submission, "_search", lambda *a: pytest.fail("searched without knowing"))
+    monkeypatch.setattr(submission, "search_record", lambda *a: pytest.fail("searched without knowing"))
     heuristic = (*submission.heuristic_config(1, 2, 40, 4), None)
     assert submission.choose("cpu", x, weight, bias) == heuristic
     assert submission.choose("cpu", x, weight, bias) == heuristic
@@ -265,8 +264,8 @@ def test_where_torch_cannot_tell_a_capture_the_heuristic_is_kept_without_asking_
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (graph capture); none is visible")
 def test_inside_a_capture_the_kernel_takes_the_heuristic_without_searching(monkeypatch):
-    monkeypatch.setattr(submission, "_tuned", {})
-    monkeypatch.setattr(submission, "_search", lambda *a: pytest.fail("searched inside a capture"))
+    monkeypatch.setattr(submission, "tuned", {})
+    monkeypatch.setattr(submission, "search_record", lambda *a: pytest.fail("searched inside a capture"))
     x, weight, bias = make_inputs(1, 64, 1 << 14, 4)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -276,20 +275,61 @@ def test_inside_a_capture_the_kernel_takes_the_heuristic_without_searching(monke
     torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
 
 
+def _search_with_a_broken_control_file(tmp_path, monkeypatch, capfd, shape, timer_of):
+    """search_record on `shape` with one control file that does not build beside the list; the record,
+    and what reached stdout and stderr while it ran."""
+    broken = tmp_path / "broken.acf"
+    broken.write_text("not a controls file\n")
+    monkeypatch.setattr(submission, "ACF_GLOB", str(tmp_path / "*.acf"))
+    x, weight, bias = make_inputs(*shape)
+    capfd.readouterr()
+    record = submission.search_record(("gpu", *shape), x, weight, bias, timer_of(x.device))
+    printed = capfd.readouterr()
+    return record, printed.out + printed.err, (x, weight, bias)
+
+
+def _assert_the_broken_control_file_is_one_dropped_line(record, printed):
+    heuristic = (*submission.heuristic_config(*record["key"][1:]), None)
+    broken = [config for config, _ in record["dropped"] if config[2]]
+    assert [config[:2] for config in broken] == [heuristic[:2]], record["dropped"]  # only the control file
+    assert dict(record["dropped"])[broken[0]].startswith("build error ("), record["dropped"]
+    assert record["pick"][2] is None  # the broken control file never wins
+    assert len(record["timed"]) == submission.MAX_CANDIDATES - 1 and record["seconds"] < 10
+    line = submission.pick_line(record)
+    assert f"{submission.MAX_CANDIDATES - 1} of {submission.MAX_CANDIDATES} candidates timed" in line, line
+    assert "broken.acf (build error (" in line and "control files: broken.acf" in line, line
+    assert "reproducer" not in printed and printed.strip() == "", printed[:2000]  # nothing but the one line
+
+
+def test_a_control_file_that_does_not_build_is_dropped_in_one_line_without_its_reproducer(
+        tmp_path, monkeypatch, capfd):
+    """Under the interpreter, which ignores ptx_options: the control file's build fails the way Triton's
+    does on a GPU, its reproducer printed to stdout before the error."""
+    real_launch = submission.launch
+
+    def launch(x, weight, bias, out, block, warps, ptx=None):
+        if ptx:
+            print("=" * 64 + "\n" + "ptx source line\n" * 300 + "please share the reproducer above with Triton project.")
+            raise RuntimeError("ptxas failed")
+        real_launch(x, weight, bias, out, block, warps, ptx)
+
+    monkeypatch.setattr(submission, "launch", launch)
+
+    def fake_timer_of(device):
+        return lambda run: run() or 1.0
+
+    record, printed, _ = _search_with_a_broken_control_file(tmp_path, monkeypatch, capfd, (1, 3, 300, 4), fake_timer_of)
+    _assert_the_broken_control_file_is_one_dropped_line(record, printed)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the leaderboard's timing); none is visible")
 def test_on_the_gpu_the_search_times_the_list_in_budget_and_drops_a_control_file_that_does_not_build(
-        tmp_path, monkeypatch, capsys):
-    (tmp_path / "broken.acf").write_text("not a controls file\n")
-    monkeypatch.setattr(submission, "ACF_GLOB", str(tmp_path / "*.acf"))
-    x, weight, bias = make_inputs(1, 256, 4096, 4)
-    began = time.perf_counter()
-    pick = submission._search(("gpu", 1, 256, 4096, 4), x, weight, bias, submission._graph_timer(x.device))
-    assert time.perf_counter() - began < 10
-    assert pick[2] is None  # the broken control file never wins
-    line = capsys.readouterr().err.strip()
-    assert f"fastest of {submission.MAX_CANDIDATES - 1} timed" in line, line
+        tmp_path, monkeypatch, capfd):
+    record, printed, (x, weight, bias) = _search_with_a_broken_control_file(
+        tmp_path, monkeypatch, capfd, (1, 256, 4096, 4), submission.graph_timer)
+    _assert_the_broken_control_file_is_one_dropped_line(record, printed)
     out = torch.empty_like(x)
-    submission.launch(x, weight, bias, out, *pick)
+    submission.launch(x, weight, bias, out, *record["pick"])
     torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
 
 
@@ -304,7 +344,7 @@ def test_without_torchs_capture_query_the_pool_of_a_fresh_allocation_tells(monke
     monkeypatch.setattr(submission.torch, "empty", lambda *a, **k: marker)
     segment = {"address": marker.data_ptr() - 64, "total_size": 1 << 20, **segment_extra}
     monkeypatch.setattr(torch.cuda.memory, "_snapshot", lambda: {"segments": [segment]})
-    assert submission._capturing("cpu") is expected
+    assert submission.capturing("cpu") is expected
 
 
 def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch):
@@ -318,6 +358,6 @@ def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch
         calls.append(run)
         return list(just_faster.values())[len(calls) - 1]
 
-    record = submission._search(("cpu", 1, 2, 300, 4), x, weight, bias, timer)
+    record = submission.search_record(("cpu", 1, 2, 300, 4), x, weight, bias, timer)
     assert record["pick"] == (*heuristic, None) and record["fastest"] == (128, 1, None) and len(calls) == 2
     assert "inside the 1% margin" in submission.pick_line(record)

@@ -24,7 +24,7 @@ def custom_kernel_over(base, launch, launch_serves, config_for):
     """custom_kernel(data): base's validation, then launch(x, weight, bias, out, *config_for(x)) where
     launch_serves(x, weight, out), else base's kernel at its heuristic tile."""
     def custom_kernel(data):
-        base._validate(data)
+        base.validate(data)
         x, weight, bias = (t.contiguous() for t in data)
         out = torch.empty_like(x)
         if out.numel() == 0:
@@ -38,20 +38,20 @@ def custom_kernel_over(base, launch, launch_serves, config_for):
 
 
 _helpers = load("submission_for_variant_helpers")
-_columns, _add_taps = _helpers._columns, _helpers._add_taps
+columns, add_taps = _helpers.columns, _helpers.add_taps
 
 
 @triton.jit
 def group_out(prev, cur, w_row, bias, W: tl.constexpr, M: tl.constexpr):
     """[M, 4] outputs from M groups (lags 0-3) and the M groups before them (lags 1-4), for W <= 5."""
-    p = _columns(prev)
-    c = _columns(cur)
+    p = columns(prev)
+    c = columns(cur)
     o0 = tl.zeros([M], dtype=tl.float32) + bias
     o1 = o0
     o2 = o0
     o3 = o0
-    o0 = _add_taps(_add_taps(o0, c, w_row, W, 0, 0), p, w_row, W, 1, 0)
-    o1 = _add_taps(_add_taps(o1, c, w_row, W, 0, 1), p, w_row, W, 1, 1)
-    o2 = _add_taps(_add_taps(o2, c, w_row, W, 0, 2), p, w_row, W, 1, 2)
-    o3 = _add_taps(_add_taps(o3, c, w_row, W, 0, 3), p, w_row, W, 1, 3)
+    o0 = add_taps(add_taps(o0, c, w_row, W, 0, 0), p, w_row, W, 1, 0)
+    o1 = add_taps(add_taps(o1, c, w_row, W, 0, 1), p, w_row, W, 1, 1)
+    o2 = add_taps(add_taps(o2, c, w_row, W, 0, 2), p, w_row, W, 1, 2)
+    o3 = add_taps(add_taps(o3, c, w_row, W, 0, 3), p, w_row, W, 1, 3)
     return tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(M, 4)

@@ -27,12 +27,12 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from variants import _submission_base
 
 _base = _submission_base.load("submission_for_tma")
-_add_taps = _base._add_taps
+add_taps = _base.add_taps
 TMA_TILE = tuple(int(v) for v in os.environ.get("TMA_TILE", "1024,4,4,3,4").split(","))
 
 
 @triton.jit
-def _columns(group):
+def columns(group):
     """[R, N, 4] -> its four columns, each [R, N], without leaving the thread's registers."""
     r: tl.constexpr = group.shape[0]
     n: tl.constexpr = group.shape[1]
@@ -58,11 +58,11 @@ def tma_staged_kernel(x_desc, out_desc, w_ptr, b_ptr, D, chunks_per_row, n_tiles
         o3 = o0
         # The read shifted by q groups holds, at group n, the group q before it (lags 4q - 3 .. 4q + 3).
         for q in tl.static_range((W + 6) // 4):
-            cols = _columns(x_desc.load([row0, col - 4 * q]).reshape(R, N, 4))
-            o0 = _add_taps(o0, cols, w_rows, W, q, 0)
-            o1 = _add_taps(o1, cols, w_rows, W, q, 1)
-            o2 = _add_taps(o2, cols, w_rows, W, q, 2)
-            o3 = _add_taps(o3, cols, w_rows, W, q, 3)
+            cols = columns(x_desc.load([row0, col - 4 * q]).reshape(R, N, 4))
+            o0 = add_taps(o0, cols, w_rows, W, q, 0)
+            o1 = add_taps(o1, cols, w_rows, W, q, 1)
+            o2 = add_taps(o2, cols, w_rows, W, q, 2)
+            o3 = add_taps(o3, cols, w_rows, W, q, 3)
         out_desc.store([row0, col], tl.join(tl.join(o0, o2), tl.join(o1, o3)).reshape(R, BLOCK))
 
 
