@@ -4,7 +4,8 @@
 # Usage on the device: bash scripts/device_run.sh [STEP ...]
 # Steps, run in the order given (default: env pytest eval runner compare):
 #   env          the GPU, versions, and whether this torch can tell a CUDA-graph capture
-#   pytest       the kernel's tests and the GPU-only harness tests on the GPU (PYTEST_K narrows or widens them)
+#   pytest       the kernel's tests on the GPU, then every GPU test (marked gpu: they skip without CUDA);
+#                PYTEST_ARGS passed through (e.g. -k NAME)
 #   eval         eval.py both on submission.py
 #   runner       runner mode (POPCORN_FD, secret seed) on RUNNER_SUBMISSION: test, benchmark, leaderboard, profile
 #   leaderboard  runner mode, leaderboard only, published seeds, on RUNNER_SUBMISSION (beside judge's public score)
@@ -41,8 +42,8 @@ import submission; g = torch.cuda.CUDAGraph(); x = torch.zeros(4, device='cuda')
 with torch.cuda.graph(g): inside = submission.capturing(d); x.add_(1)
 g.replay(); torch.cuda.synchronize()
 print('capture probe: outside', submission.capturing(d), 'inside', inside, 'graph still good:', x.tolist() == [1.0] * 4)";;
-    pytest) run python3 -m pytest -q tests/test_submission.py tests/test_eval.py \
-              -k "${PYTEST_K:-test_submission or cannot_be_captured or protocol_timing}";;
+    pytest) run python3 -m pytest -q -rs tests/test_submission.py ${PYTEST_ARGS:-}
+            run python3 -m pytest -q -rs tests -m gpu ${PYTEST_ARGS:-};;
     eval) run python3 eval.py both --json $DEV/eval_both.json;;
     runner) sub=${RUNNER_SUBMISSION:-submission.py}; tag=$(basename "$sub" .py)
             for mode in test benchmark leaderboard profile; do

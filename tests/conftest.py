@@ -62,6 +62,18 @@ def results_left_alone():
 
 
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (graph capture and timing); none is visible")
+GPU_REASON = "needs a CUDA GPU"  # every GPU test's skip reason starts so; the `gpu` mark follows from it
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: skips without CUDA; `scripts/device_run.sh pytest` runs every one")
+
+
+def pytest_collection_modifyitems(items):
+    """Marks `gpu` every test that skips without a CUDA GPU, so the device step selects them all by -m gpu."""
+    for item in items:
+        if any(str(mark.kwargs.get("reason", "")).startswith(GPU_REASON) for mark in item.iter_markers("skipif")):
+            item.add_marker(pytest.mark.gpu)
 
 
 def make_inputs(B, D, S, W, seed=0, device=DEVICE):

@@ -491,3 +491,23 @@ def test_a_case_has_one_label_and_its_fields_keep_the_public_and_the_timed_seed(
     assert public.fields() == {"B": 2, "D": 64, "S": 128, "W": 3, "seed": 10, "timed_seed": 10}
     assert secret.fields() == dict(public.fields(), timed_seed=harness.combine_seed(10, 77))
     assert harness.parse_label(public.label, seed=10) == public.args
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", harness.cases_from_task("benchmarks"), ids=lambda case: case.label)
+def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent(case):
+    """eval.time_protocol and submission.graph_timer (which stays inside the kernel file) are two
+    copies of the leaderboard's timing: on each leaderboard case they time one launch alike."""
+    import submission
+
+    x, weight, bias = reference.generate_input(**case.args)
+    out = torch.empty_like(x)
+    tile = submission.heuristic_config(*x.shape, weight.shape[1])
+
+    def run():
+        submission.launch(x, weight, bias, out, *tile)
+
+    run()
+    protocol_us = harness.time_protocol(run, rep_ms=harness.REP_MS["leaderboard"]).mean / 1e3
+    graph_us = submission.graph_timer(x.device)(run)
+    assert abs(graph_us - protocol_us) <= 0.02 * protocol_us, (protocol_us, graph_us)
