@@ -1,14 +1,10 @@
 """The implementations we measure against, each a function data -> output like custom_kernel.
 
 scripts/registry.py names them and gives each its kind."""
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-
-import eval as harness
 
 # (elements per program, num_warps) of the plain Triton copies: the fastest of them, case by case,
 # is the floor every kernel is held against (ANCHORS.md: 4096/4 was the fastest on the H200).
@@ -140,10 +136,3 @@ def fla_peers() -> dict:
     peers["fla_gluon_channel_last"] = gluon_on_channel_last
     return peers
 
-
-def load_kernel_file(path: Path, module_name: str):
-    """A submission-style file imported under its own module name; ValueError without custom_kernel."""
-    module = harness.load_submission(path, module_name)
-    if not hasattr(module, "custom_kernel"):
-        raise ValueError(f"{path} defines no custom_kernel")
-    return module

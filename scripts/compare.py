@@ -51,14 +51,14 @@ def check_impl(fn, args: dict) -> str:
 
 
 def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
-    """{name: {case: (BLOCK, num_warps)}} for each of ours whose file has tile_for(data), the tile its
+    """{name: {case: (BLOCK, num_warps)}} for each of ours whose file offers tile_for(data), the tile its
     kernel launches there (tile_for makes the choice a first call makes, search included); a Triton copy
     at each such tile joins `impls` (kind copy) unless one is there, so it is timed in the same rounds."""
     import reference
 
     ran = {}
     for name, (kind, fn) in list(impls.items()):
-        tile_for = getattr(fn, "__globals__", {}).get("tile_for")
+        tile_for = registry.seam_of(fn, "tile_for")
         if kind not in registry.OURS or tile_for is None:
             continue
         for args in cases:

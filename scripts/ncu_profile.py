@@ -195,14 +195,14 @@ def launcher(spec: str):
     """A target spec -> a function data -> None that makes exactly one kernel launch."""
     import torch
 
-    from scripts import baselines
+    from scripts import baselines, registry
 
     if spec.startswith("copy:"):
         copy = baselines.triton_copy(*map(int, spec.split(":")[1:]))
         return lambda data: copy(data)
     if "@" in spec:
         path, config = spec.rsplit("@", 1)
-        module = baselines.load_kernel_file(Path(path), f"ncu_{Path(path).stem}")
+        module = registry.load_kernel_file(Path(path), f"ncu_{Path(path).stem}")
         block, warps, *build = config.split(":")
         config = (int(block), int(warps), *build)
         outs = {}  # one output buffer a spec, made before the measured range
@@ -210,7 +210,7 @@ def launcher(spec: str):
         def run(data):
             module.launch(*data, outs.setdefault("out", torch.empty_like(data[0])), *config)
         return run
-    return baselines.load_kernel_file(Path(spec), "submission").custom_kernel
+    return registry.load_kernel_file(Path(spec), "submission").custom_kernel
 
 
 def target(specs: str, B: int, D: int, S: int, W: int, seed: int) -> None:

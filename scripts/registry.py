@@ -8,12 +8,44 @@ Kinds:
   baseline    another way to compute the task that we hold ourselves against (torch.compile)
   peer        someone else's kernel (Dao-AILab's causal-conv1d, flash-linear-attention's, where installed)
   reference   the task's reference.py
+
+The seam: what the tools may ask of a kernel file (submission.py, submissions/*.py, variants/*.py not
+starting with '_'). A kernel file must define custom_kernel; it may offer any name of SEAM_OFFERS, each
+meaning what SEAM_OFFERS says; tools and variants use no other name of it, and no private (underscore)
+one (tests/test_kernel_files.py checks both). The kernel file stays self-contained, since only it
+travels to the runner, so what the tools need of it is public there.
 """
 import dataclasses
 from pathlib import Path
 from typing import Callable
 
 from scripts import ROOT, SUBMISSION
+
+SEAM_REQUIRES = {"custom_kernel": "custom_kernel(data) -> output: the task's function, all the runner calls"}
+SEAM_OFFERS = {
+    "launch": "launch(x, weight, bias, out, *config): the kernel at one config of CONFIG_SPACE (tiles, tune)",
+    "CONFIG_SPACE": "list of every config launch is built for (tiles, tune)",
+    "CONFIGS": "dict (gpu, B, D, S, W) -> (BLOCK, num_warps): the measured table tune rewrites and sweeps through",
+    "tile_for": "tile_for(data) -> (BLOCK, num_warps) custom_kernel launches there (compare's same-tile copy)",
+    "heuristic_config": "heuristic_config(B, D, S, W) -> (BLOCK, num_warps) where no table entry or search applies",
+    "gpu_key": "gpu_key(device_index) -> the config tables' name of a GPU",
+    "gpu_of": "gpu_of(x) -> the config tables' name of the device x lives on",
+    "validate": "validate(data): ValueError naming what is wrong with an input",
+    "choose": "choose(gpu, x, weight, bias) -> the config custom_kernel launches",
+    "tuned": "dict key -> config: the first-call search's picks, kept for the process",
+    "searchable": "searchable(x) -> whether a first call on x searches (None: cannot tell a capture)",
+    "capturing": "capturing(device) -> True inside a CUDA-graph capture, False outside, None where unknown",
+    "search_record": "search_record(key, x, weight, bias, timer) -> the search's record (pick, timed, dropped)",
+    "pick_line": "pick_line(record) -> the search's one line",
+    "graph_timer": "graph_timer(device) -> timed_us(run): the search's copy of the leaderboard's timing",
+    "TUNE_ENV": "the environment variable that switches the first-call search off (0)",
+    "TUNE_MARGIN": "fraction a tile must beat the heuristic by to be kept (search and tune)",
+    "TUNE_MIN_OUTPUTS": "outputs below which a first call does not search",
+    "columns": "Triton helper: an [N, 4] group's four columns (variants build on it)",
+    "add_taps": "Triton helper: add one group's taps to an output column (variants build on it)",
+    "SHAPE_CONFIGS": "Helion: dict (B, D, S, W) -> config, the measured table",
+    "conv1d_groups": "Helion: the kernel body helion-tune autotunes",
+}
 
 KINDS = ("submission", "variant", "copy", "baseline", "peer", "reference")
 OURS = ("submission", "variant")
@@ -30,13 +62,33 @@ class Impl:
     file: Path | None = None  # where the code lives, for ours
 
 
+def load_kernel_file(path: Path, module_name: str):
+    """A kernel file imported under its own module name; ValueError without what the seam requires."""
+    import eval as harness
+
+    module = harness.load_submission(path, module_name)
+    missing = [name for name in SEAM_REQUIRES if not callable(getattr(module, name, None))]
+    if missing:
+        raise ValueError(f"{path} defines no {', '.join(missing)}")
+    _loaded[module.custom_kernel] = module
+    return module
+
+
+_loaded = {}  # custom_kernel -> its module, for each kernel file loaded here
+
+
+def seam_of(fn, name: str):
+    """What the kernel file whose custom_kernel is fn offers as `name` (one of SEAM_OFFERS), else None."""
+    if name not in SEAM_OFFERS:
+        raise ValueError(f"{name} is not part of the kernel files' seam (registry.SEAM_OFFERS)")
+    return getattr(_loaded.get(fn), name, None)
+
+
 def kernel_file(path: Path, kind: str, name: str | None = None) -> Impl:
     """A submission-style file (it defines custom_kernel), imported under its own module name."""
-    from scripts import baselines
-
     name = name or ("submission" if Path(path).resolve() == SUBMISSION else Path(path).stem)
     module = "submission" if name == "submission" else f"{kind}_{name}"
-    return Impl(name, kind, lambda: baselines.load_kernel_file(Path(path), module).custom_kernel, Path(path))
+    return Impl(name, kind, lambda: load_kernel_file(Path(path), module).custom_kernel, Path(path))
 
 
 def variant_files(folder: Path = VARIANTS) -> list[Path]:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import eval as harness
-from scripts import ROOT, SUBMISSION, configs
+from scripts import ROOT, SUBMISSION, configs, registry
 
 # The child: the search on one case's input, as submission.choose runs it on a first call; its record on stdout.
 _CHILD = """
@@ -25,9 +25,8 @@ print(json.dumps(search_check.search_once(json.loads(sys.argv[1]))))
 def search_once(args: dict) -> dict:
     """The submission's search on the input generate_input(**args), in this process: its record, as JSON data."""
     import reference
-    from scripts import baselines
 
-    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    module = registry.load_kernel_file(SUBMISSION, "submission")
     x, weight, bias = reference.generate_input(**args)
     key = (module.gpu_of(x), *x.shape, weight.shape[1])
     record = module.search_record(key, x, weight, bias, module.graph_timer(x.device))
@@ -68,9 +67,9 @@ def verdict(picks: list, sweep_us: dict, margin: float) -> dict:
 
 def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progress=None) -> dict:
     """{case: verdict plus the processes' pick lines and the sweep}: the searches first, then the sweep."""
-    from scripts import baselines, tune
+    from scripts import tune
 
-    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    module = registry.load_kernel_file(SUBMISSION, "submission")
     gpu = module.gpu_key(0)
     results = {}
     for args in cases:

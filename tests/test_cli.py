@@ -250,7 +250,7 @@ def fake_timer(fn, rep_ms):
 
 def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch):
     monkeypatch.setattr(harness, "time_protocol", fake_timer)
-    from scripts.baselines import load_kernel_file
+    from scripts.registry import load_kernel_file
 
     copy = tmp_path / "submission.py"
     copy.write_text((ROOT / "submission.py").read_text())

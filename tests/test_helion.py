@@ -25,7 +25,7 @@ CHILD = r"""
 import json, sys
 import torch
 import eval as harness
-from scripts.baselines import load_kernel_file
+from scripts.registry import load_kernel_file
 module = load_kernel_file(__import__("pathlib").Path(sys.argv[1]), "submission_helion")
 device = "cuda" if torch.cuda.is_available() else "cpu"
 errors = {}
