@@ -41,10 +41,10 @@ SEAM_OFFERS = {
     "TUNE_ENV": "the environment variable that switches the first-call search off (0)",
     "TUNE_MARGIN": "fraction a tile must beat the heuristic by to be kept (search and tune)",
     "TUNE_MIN_OUTPUTS": "outputs below which a first call does not search",
-    "columns": "Triton helper: an [N, 4] group's four columns (variants build on it)",
-    "add_taps": "Triton helper: add one group's taps to an output column (variants build on it)",
+    "columns": "columns(group) -> an [N, 4] group's four columns: a Triton helper the variants build on",
+    "add_taps": "add_taps(acc, cols, w_row, W, q, j) -> acc plus one group's taps: a Triton helper the variants build on",
     "SHAPE_CONFIGS": "Helion: dict (B, D, S, W) -> config, the measured table",
-    "conv1d_groups": "Helion: the kernel body helion-tune autotunes",
+    "conv1d_groups": "conv1d_groups(...): Helion's kernel body, the one helion-tune autotunes",
 }
 
 KINDS = ("submission", "variant", "copy", "baseline", "peer", "reference")

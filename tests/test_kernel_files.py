@@ -4,6 +4,7 @@ The list comes from scripts/registry.py, which finds the variants in variants/ b
 variant is checked the day it is added. Each file runs in its own eval.py process: a Helion file needs
 Helion's interpreter on the CPU, which refuses to run beside the Triton interpreter this process holds.
 """
+import ast
 import importlib.util
 import os
 import subprocess
@@ -97,3 +98,72 @@ def test_every_kernel_file_is_right_on_an_input_that_is_not_16_byte_aligned(path
     assert x.is_contiguous() and x.data_ptr() % 16
     out = module.custom_kernel((x, weight, bias))
     torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- the seam (scripts/registry.py)
+
+SEAM = set(registry.SEAM_REQUIRES) | set(registry.SEAM_OFFERS)
+TRITON_FILES = [path for path in KERNEL_FILES if not uses_helion(path)]
+
+
+def top_level_names(path) -> set[str]:
+    """Every name a file binds at its top level: functions, classes, assignments (tuples unpacked)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+KERNEL_NAMES = {name for path in KERNEL_FILES for name in top_level_names(path)}
+PRIVATE_KERNEL_NAMES = {name for name in KERNEL_NAMES if name.startswith("_") and not name.startswith("__")}
+OUTSIDE_KERNEL_FILES = sorted(set(ROOT.glob("*.py")) | set(ROOT.glob("scripts/*.py")) | set(ROOT.glob("tests/*.py"))
+                              | set(ROOT.glob("variants/_*.py")) - set(KERNEL_FILES))
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
+def test_every_kernel_file_defines_what_the_seam_requires(path):
+    names = top_level_names(path)
+    assert set(registry.SEAM_REQUIRES) <= names, f"{path.name} lacks {set(registry.SEAM_REQUIRES) - names}"
+    if not uses_helion(path):  # a Triton tile: compare times a copy at it beside the kernel
+        assert "tile_for" in names, f"{path.name} offers no tile_for, so compare gives it no same-tile column"
+
+
+@pytest.mark.parametrize("path", TRITON_FILES, ids=[str(p.relative_to(ROOT)) for p in TRITON_FILES])
+def test_what_a_kernel_file_offers_is_what_the_seam_says_and_compare_gets_its_tile(path):
+    """A seam name the seam writes as a call is a function; compare's same-tile column reaches tile_for
+    through the registry, for variants built on the shared frame too."""
+    from scripts import compare as cmp
+
+    impl = registry.kernel_file(path, "variant", f"seam_{path.stem}")
+    fn = impl.make()
+    for name, meaning in registry.SEAM_OFFERS.items():
+        offered = registry.seam_of(fn, name)
+        if offered is not None:
+            assert callable(offered) == meaning.startswith(f"{name}("), f"{path.name}: {name} is not {meaning}"
+    case = cmp.parse_shape("1x3x40x4")
+    ran = cmp.add_same_tile_copies({impl.name: (impl.kind, fn)}, [case])
+    block, warps = ran[impl.name][cmp.case_name(case)]
+    assert isinstance(block, int) and isinstance(warps, int)
+
+
+def test_tools_and_variants_use_no_name_of_a_kernel_file_outside_the_seam():
+    """Attribute names the tools and the variants use that a kernel file defines: each is the seam's."""
+    used = {}
+    for path in sorted(ROOT.glob("scripts/*.py")) + sorted(ROOT.glob("variants/*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in KERNEL_NAMES and node.attr not in SEAM:
+                used.setdefault(node.attr, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not used, f"names outside registry.SEAM_OFFERS: {used}"
+
+
+@pytest.mark.parametrize("path", OUTSIDE_KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in OUTSIDE_KERNEL_FILES])
+def test_no_file_outside_a_kernel_file_reaches_its_private_names(path):
+    """Neither as an attribute (module._name) nor as a name handed to getattr or monkeypatch."""
+    reached = [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(ast.parse(path.read_text()))
+               if (isinstance(node, ast.Attribute) and node.attr in PRIVATE_KERNEL_NAMES)
+               or (isinstance(node, ast.Constant) and node.value in PRIVATE_KERNEL_NAMES)]
+    assert not reached, reached

@@ -21,20 +21,28 @@ def sm_count(device) -> int:
 
 
 def custom_kernel_over(base, launch, launch_serves, config_for):
-    """custom_kernel(data): base's validation, then launch(x, weight, bias, out, *config_for(x)) where
-    launch_serves(x, weight, out), else base's kernel at its heuristic tile."""
+    """(custom_kernel, tile_for) of a variant. custom_kernel(data): base's validation, then
+    launch(x, weight, bias, out, *config_for(x)) where launch_serves(x, weight, out), else base's kernel at
+    its heuristic tile. tile_for(data): the (BLOCK, num_warps) of that choice, the seam's tile_for."""
+    def plan(x, weight, out):
+        if launch_serves(x, weight, out):
+            return launch, tuple(config_for(x))
+        return base.launch, tuple(base.heuristic_config(*x.shape, weight.shape[1]))
+
     def custom_kernel(data):
         base.validate(data)
         x, weight, bias = (t.contiguous() for t in data)
         out = torch.empty_like(x)
         if out.numel() == 0:
             return out
-        if launch_serves(x, weight, out):
-            launch(x, weight, bias, out, *config_for(x))
-        else:
-            base.launch(x, weight, bias, out, *base.heuristic_config(*x.shape, weight.shape[1]))
+        run, config = plan(x, weight, out)
+        run(x, weight, bias, out, *config)
         return out
-    return custom_kernel
+
+    def tile_for(data):
+        x, weight, _ = (t.contiguous() for t in data)
+        return plan(x, weight, torch.empty_like(x))[1][:2]
+    return custom_kernel, tile_for
 
 
 _helpers = load("submission_for_variant_helpers")

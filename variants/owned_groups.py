@@ -98,4 +98,4 @@ def _config(x) -> tuple[int, int, int]:
     return block, warps, groups_per_thread(block, warps)
 
 
-custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)
+custom_kernel, tile_for = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)

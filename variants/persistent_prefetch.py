@@ -77,4 +77,4 @@ def _config(x) -> tuple[int, int, int]:
     return min(block, max(64, triton.next_power_of_2(x.shape[-1]))), warps, per_sm
 
 
-custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)
+custom_kernel, tile_for = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)

@@ -92,4 +92,4 @@ def launch(x, weight, bias, out, outputs: int, num_warps: int, rows_a_tile: int,
                                BLOCK=block, NUM_STAGES=num_stages, num_warps=num_warps)
 
 
-custom_kernel = _submission_base.custom_kernel_over(_base, launch, launch_serves, lambda x: TMA_TILE)
+custom_kernel, tile_for = _submission_base.custom_kernel_over(_base, launch, launch_serves, lambda x: TMA_TILE)
