@@ -16,7 +16,7 @@ from pathlib import Path
 
 import eval as harness
 from scripts import ROOT
-from scripts.remote import ranked_runs, utc_time
+from scripts.times import utc_time
 
 # WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
 HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
@@ -344,6 +344,15 @@ def remote_entry(record: dict, source: str, mode: str | None = None, **extra) ->
              "outcome": "pass" if passed and record.get("status") != "pending" else record.get("status") or "fail"}
     entry.update(extra)
     return entry
+
+
+def ranked_runs(record: dict) -> list[dict]:
+    """A parsed popcorn record's runs, each once: the JSON's runs where popcorn printed them, else the
+    score lines' (older output)."""
+    if record["runs"]:
+        return record["runs"]
+    return [{"mode": "leaderboard", "secret": s["secret"], "runner": s["runner"], "passed": True,
+             "score_us": s["score_us"]} for s in record["scores"]]
 
 
 def submission_entry(submitted: dict) -> dict:

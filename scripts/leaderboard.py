@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import eval as harness
-from scripts import remote
+from scripts import history, remote
 
 LEADERBOARD = "causal_conv1d"
 LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}  # where the server's own list cannot be had
@@ -508,7 +508,7 @@ def recorded_line(submitted: dict) -> str:
     runs = "".join(f", {run['mode']} {'secret' if run['secret'] else 'public'} "
                    + (f"{run['score_us']:.2f} us" if run["score_us"] is not None else
                       ("passed" if run["passed"] else "failed")) + f" on {run['runner']}"
-                   for run in remote.ranked_runs(parsed))
+                   for run in history.ranked_runs(parsed))
     return f"recorded: submission {parsed['submission_id'] or '(no id)'}, {submitted['status']}{runs}"
 
 

@@ -16,6 +16,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from scripts.times import utc_time
+
 S_TO_US = 1e6
 _SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): (\S+) s\s*$", re.MULTILINE)
 _ID_FIELD = re.compile(r'"submission_id"\s*:\s*(\d+)')
@@ -211,14 +213,6 @@ def parse_submit_output(text: str) -> dict:
     return record
 
 
-def ranked_runs(record: dict) -> list[dict]:
-    """Each run once: the JSON's runs where popcorn printed them, else the score lines' (older output)."""
-    if record["runs"]:
-        return record["runs"]
-    return [{"mode": "leaderboard", "secret": s["secret"], "runner": s["runner"], "passed": True,
-             "score_us": s["score_us"]} for s in record["scores"]]
-
-
 # `submissions list` prints `{:<8} {:<20} {:<20} {:<20} {:<12} {:<10} {:>10}`: the columns' spans.
 _LIST_COLUMNS = {"submission_id": (0, 8), "leaderboard": (9, 29), "file_name": (30, 50), "time": (51, 71),
                  "gpu": (72, 84), "status": (85, 95), "score_text": (96, None)}
@@ -370,18 +364,6 @@ def fetch_board(api_url: str, leaderboard: str, cli_id: str | None = None, timeo
     deadline = utc_time(raw)
     return {"name": leaderboard, "deadline": deadline, "deadline_text": None if raw is None or deadline else str(raw),
             "gpu_types": [str(g) for g in gpus] if isinstance(gpus, list) else None}
-
-
-def utc_time(text) -> datetime.datetime | None:
-    """An ISO 8601 time as an aware datetime: one without an offset is UTC (the server's and popcorn's
-    times are UTC). None where it does not read as a time."""
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
 
 
 def deadline_passed(board: dict, now: datetime.datetime | None = None) -> bool:

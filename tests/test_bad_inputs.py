@@ -19,7 +19,7 @@ import pytest
 import eval as harness
 import reference
 from conftest import ROOT, SAMPLES, candidate, json_server, run_cli
-from scripts import history, remote
+from scripts import history, times
 
 BINARY = b"\x00\xff\xfe binary \x80\n"
 
@@ -222,7 +222,7 @@ def test_history_plot_after_a_submit_and_a_remote_show_compares_times_in_utc(fak
     env["FAKE_OUTPUT"] = str(SAMPLES / "submissions_show.txt")
     assert run_cli(["remote", "show", "31337"], env).returncode == 0
     entries = history.read_entries(Path(env["WORKSPACE_HISTORY"]))
-    assert len(entries) == 2 and all(remote.utc_time(e["time"]).utcoffset() == datetime.timedelta(0) for e in entries)
+    assert len(entries) == 2 and all(times.utc_time(e["time"]).utcoffset() == datetime.timedelta(0) for e in entries)
     # a line an older workspace wrote, its time without an offset, beside the new ones
     history.append_entry({"time": "2026-12-01T09:00:00", "gpu": "B200_Nebius", "outcome": "pass", "source": "remote",
                           "geomean_us": 11.0}, Path(env["WORKSPACE_HISTORY"]))

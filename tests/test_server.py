@@ -12,7 +12,7 @@ import pytest
 import eval as harness
 import reference
 from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, json_server, run_cli
-from scripts import history, judge, leaderboard, remote
+from scripts import history, judge, leaderboard, remote, times
 
 HAS_KERNELGUARD = leaderboard.kernelguard_command() is not None
 needs_kernelguard = pytest.mark.skipif(not HAS_KERNELGUARD,
@@ -82,11 +82,11 @@ def test_standings_print_the_deadline_and_call_a_closed_ranking_final(board_serv
 
 
 def test_a_deadline_without_an_offset_is_utc():
-    board = {"name": "causal_conv1d", "deadline": remote.utc_time("2026-03-15T01:00:00")}
+    board = {"name": "causal_conv1d", "deadline": times.utc_time("2026-03-15T01:00:00")}
     assert board["deadline"] == datetime.datetime(2026, 3, 15, 1, tzinfo=datetime.timezone.utc)
     assert remote.deadline_passed(board, datetime.datetime(2026, 3, 15, 1, 0, 1, tzinfo=datetime.timezone.utc))
     assert not remote.deadline_passed(board, datetime.datetime(2026, 3, 15, 0, 59, tzinfo=datetime.timezone.utc))
-    assert remote.utc_time("soon") is None and remote.utc_time(None) is None
+    assert times.utc_time("soon") is None and times.utc_time(None) is None
 
 
 # ----------------------------------------------------------------------------- HTTP refusals popcorn relays
@@ -122,7 +122,7 @@ def test_newer_ranked_output_plain_decimals_blank_line_queue_and_job():
     assert record["status"] == "done" and record["submission_id"] == 40001 and record["format"] == "1.3 with job"
     assert [s["score_us"] for s in record["scores"]] == pytest.approx([10.1234, 10.2001])
     assert record["queue"] == {"runner": "B200_Nebius", "queued": 3} and record["job"]["status"] == "succeeded"
-    assert len(remote.ranked_runs(record)) == 3  # the JSON's runs, not the score lines again
+    assert len(history.ranked_runs(record)) == 3  # the JSON's runs, not the score lines again
 
 
 def test_newer_test_failure_rows_and_diagnostics_are_a_failed_record():
