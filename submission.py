@@ -297,7 +297,7 @@ def tune_candidates(B: int, D: int, S: int, W: int) -> list[tuple[int, int, str 
     return ([(*base, None)] + acf + cuda + others)[:MAX_CANDIDATES]
 
 
-def _formula(x, weight, bias):
+def formula(x, weight, bias):
     """The task's formula as W shifted multiply-adds in torch: what every candidate must match."""
     W, S = weight.shape[1], x.shape[-1]
     padded = torch.nn.functional.pad(x, (W - 1, 0))
@@ -346,7 +346,7 @@ def search_record(key, x, weight, bias, timer) -> dict:
     beats the heuristic by more than TUNE_MARGIN. Returns the record: the pick, each timed candidate's
     microseconds, and each dropped candidate with why."""
     began = time.perf_counter()
-    expected = _formula(x, weight, bias)
+    expected = formula(x, weight, bias)
     timed, dropped = [], []
     for config in tune_candidates(*key[1:]):
         if timed and time.perf_counter() - began > TUNE_BUDGET_S:

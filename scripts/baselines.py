@@ -79,7 +79,9 @@ def torch_copy(data):
 
 
 def shifted_sum(data):
-    """out = bias + sum_k weight[:, k] * x shifted right by W - 1 - k: the formula torch.compile fuses."""
+    """out = bias + sum_k weight[:, k] * x shifted right by W - 1 - k: the formula torch.compile fuses, and
+    the tools' one copy of it. submission.py keeps its own (formula), since it travels alone;
+    tests/test_kernel_files.py holds the two equal."""
     x, weight, bias = data
     W, S = weight.shape[1], x.shape[-1]
     padded = F.pad(x, (W - 1, 0))

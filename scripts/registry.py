@@ -35,6 +35,7 @@ SEAM_OFFERS = {
     "tuned": "dict key -> config: the first-call search's picks, kept for the process",
     "searchable": "searchable(x) -> whether a first call on x searches (None: cannot tell a capture)",
     "capturing": "capturing(device) -> True inside a CUDA-graph capture, False outside, None where unknown",
+    "formula": "formula(x, weight, bias) -> the task's formula in torch, what a search candidate must match",
     "search_record": "search_record(key, x, weight, bias, timer) -> the search's record (pick, timed, dropped)",
     "pick_line": "pick_line(record) -> the search's one line",
     "graph_timer": "graph_timer(device) -> timed_us(run): the search's copy of the leaderboard's timing",

@@ -167,3 +167,16 @@ def test_no_file_outside_a_kernel_file_reaches_its_private_names(path):
                if (isinstance(node, ast.Attribute) and node.attr in PRIVATE_KERNEL_NAMES)
                or (isinstance(node, ast.Constant) and node.value in PRIVATE_KERNEL_NAMES)]
     assert not reached, reached
+
+
+@pytest.mark.parametrize("W", [1, 2, 4, 5])
+def test_the_submissions_formula_is_the_tools_shifted_sum(W):
+    """submission.py keeps its own copy of the formula (it travels alone); it must stay the tools' one."""
+    import torch
+
+    from conftest import make_inputs
+    from scripts import baselines
+
+    x, weight, bias = make_inputs(2, 3, 37, W, seed=W)
+    formula = registry.load_kernel_file(ROOT / "submission.py", "submission_formula").formula
+    assert torch.equal(formula(x, weight, bias), baselines.shifted_sum((x, weight, bias)))
