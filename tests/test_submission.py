@@ -4,6 +4,7 @@ import re
 import pytest
 import torch
 
+import reference
 import submission
 from conftest import conv_float64, make_inputs, task_shapes
 
@@ -197,6 +198,11 @@ def test_on_the_cpu_the_search_drops_every_cuda_tile_with_its_reason():
     assert {c for c in dropped if c[2] == submission.CUDA} == {(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES}
     assert set(dropped.values()) == {"the CUDA kernel does not serve this input"}
     assert all(config[2] is None for config, _ in record["timed"])
+
+
+@pytest.mark.parametrize("name", ["RTOL", "ATOL"])
+def test_the_search_checks_a_candidate_with_the_references_tolerance(name):
+    assert getattr(submission, name) == getattr(reference, name)
 
 
 def _record(timed, dropped=(), acf=()):
