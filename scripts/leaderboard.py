@@ -1,7 +1,7 @@
 """The way to the leaderboard: the server's word on the board, the preflight, and the popcorn command.
 
 The preflight judges a file as the KernelBot server and runner would, cheapest checks first and
-before any test runs (../shared/POPCORN.md): popcorn-cli on PATH, the board's deadline as the server
+before any test runs (popcorn-cli v1.3.23, 2026-06, and kernelbot, 2026-07): popcorn-cli on PATH, the board's deadline as the server
 states it, the server's rules on the file (name, size, UTF-8, the directives of the first comment
 block, the forbidden substring), the imports the runner has, KernelGuard (the server's hack
 detector), the runner's `python3 submission.py` step in a scratch folder, then the local tests.

@@ -1,6 +1,6 @@
 """What popcorn-cli and the KernelBot server answer, read into records the history keeps.
 
-Formats (../shared/POPCORN.md): popcorn-cli 1.3's `submit --no-tui` prints `Geomean score (public|secret)
+Formats (popcorn-cli v1.3.23, 2026-06, and its releases to 2026-09): popcorn-cli 1.3's `submit --no-tui` prints `Geomean score (public|secret)
 on RUNNER: X s` lines, then a pretty JSON summary of the runs; older releases printed the server's text
 report (a `⏱ MEAN ± ERR µs` line per benchmark, pass/fail per test). `submissions list` prints a
 fixed-width table, `submissions show ID` a page of `Key: value` lines and `  - MODE on RUNNER: ...` runs.

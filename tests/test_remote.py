@@ -1,6 +1,6 @@
 """What popcorn-cli and the server say back, the preflight as the server judges, and the remote history.
 
-The samples in tests/samples follow ../shared/POPCORN.md: a popcorn-cli 1.3 success with public and
+The samples in tests/samples follow popcorn-cli v1.3.23's output (2026-06): a 1.3 success with public and
 secret scores, a 1.3 failure, an older text report, a `submissions list` and a `submissions show` page.
 """
 import json
