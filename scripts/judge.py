@@ -4,8 +4,9 @@ What the KernelBot runner, as published with the problem, does with one ranked s
 each stage, test, then benchmark, then leaderboard, it writes its files and the submission afresh,
 runs `python3 submission.py` once (the compile step: 120 s, POPCORN_SEED=1, no Helion flag, a failure
 tolerated), then a new `python3 eval.py MODE CASES` process (POPCORN_FD for the results), stopping
-at the first stage that fails. The chain runs twice: with the published seeds and with a secret seed. The rank is the public leaderboard stage's geomean; a failed secret chain
-hides the entry. Here every stage runs in its own scratch folder, in its own process, the same way.
+at the first stage that fails. The chain runs twice: with the published seeds and with a secret seed.
+The rank is the public leaderboard stage's geomean; a failed secret chain hides the entry. Here every
+stage runs in its own scratch folder, in its own process, the same way.
 """
 import dataclasses
 import datetime
