@@ -467,6 +467,25 @@ def test_interpreter_choice_follows_the_submission():
 # ----------------------------------------------------------------------------- on a GPU
 
 
+def test_every_test_that_skips_without_cuda_is_marked_gpu_and_the_device_step_runs_them():
+    """A skipif on `not HAS_GPU` or `not torch.cuda.is_available()` must give conftest's GPU reason, which
+    marks the test `gpu`; scripts/device_run.sh's pytest step selects the suite by that mark."""
+    import ast
+
+    from conftest import GPU_REASON
+
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("skipif") and node.args:
+                condition = ast.unparse(node.args[0])
+                if condition in ("not HAS_GPU", "not torch.cuda.is_available()"):
+                    reason = next(k.value.value for k in node.keywords if k.arg == "reason")
+                    assert reason.startswith(GPU_REASON), f"{path.name}:{node.lineno}: {reason}"
+    step = next(line for line in (ROOT / "scripts" / "device_run.sh").read_text().splitlines()
+                if "-m gpu" in line)
+    assert "python3 -m pytest" in step and " tests -m gpu" in step, step
+
+
 @needs_gpu
 def test_a_kernel_that_cannot_be_captured_fails_the_case():
     def syncing_kernel(data):
