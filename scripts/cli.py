@@ -192,9 +192,9 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
 def tune(shapes, rounds, rep_ms, dry_run):
     """Sweep (BLOCK, num_warps) per shape on this GPU and write the winners that beat the heuristic by its margin."""
     require_gpu("tune")
-    from scripts import baselines, compare as cmp, configs, tune as tuner
+    from scripts import compare as cmp, configs, tune as tuner
 
-    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    module = registry.load_kernel_file(SUBMISSION, "submission")
     gpu = module.gpu_key(0)
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label=f"tuning on {gpu}") as bar:
@@ -224,9 +224,9 @@ def tune(shapes, rounds, rep_ms, dry_run):
 def search_check(shapes, processes, rounds, rep_ms, out_dir):
     """The first-call search in fresh processes beside a full sweep in the same call: same pick, near the best?"""
     require_gpu("search-check")
-    from scripts import baselines, compare as cmp, search_check as checker
+    from scripts import compare as cmp, search_check as checker
 
-    module = baselines.load_kernel_file(SUBMISSION, "submission")
+    module = registry.load_kernel_file(SUBMISSION, "submission")
     if module.CONFIGS:
         click.echo(f"note: submission.py's table has {len(module.CONFIGS)} entries; the search runs only where none applies")
     cases = cmp.resolve_cases(list(shapes))
@@ -253,12 +253,12 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 def tiles(files, shapes, rounds, rep_ms, top, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
     require_gpu("tiles")
-    from scripts import baselines, compare as cmp, tiles as tiler
+    from scripts import compare as cmp, tiles as tiler
 
     modules = {}
     for path in files or (SUBMISSION,):
         impl = registry.kernel_file(path, "variant")
-        module = baselines.load_kernel_file(path, f"tiles_{impl.name}")
+        module = registry.load_kernel_file(path, f"tiles_{impl.name}")
         if not hasattr(module, "CONFIG_SPACE") or not hasattr(module, "launch"):
             raise click.ClickException(f"{path} defines no CONFIG_SPACE and launch(x, weight, bias, out, *config)")
         modules[impl.name] = module

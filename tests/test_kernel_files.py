@@ -144,9 +144,9 @@ def test_what_a_kernel_file_offers_is_what_the_seam_says_and_compare_gets_its_ti
         offered = registry.seam_of(fn, name)
         if offered is not None:
             assert callable(offered) == meaning.startswith(f"{name}("), f"{path.name}: {name} is not {meaning}"
-    case = cmp.parse_shape("1x3x40x4")
+    case = harness.parse_label("1x3x40x4")
     ran = cmp.add_same_tile_copies({impl.name: (impl.kind, fn)}, [case])
-    block, warps = ran[impl.name][cmp.case_name(case)]
+    block, warps = ran[impl.name][harness.case_label(case)]
     assert isinstance(block, int) and isinstance(warps, int)
 
 
