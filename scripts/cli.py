@@ -296,23 +296,44 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
         click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated")
 
 
+def parse_tiles(ctx, param, values) -> list[tuple[int, int]]:
+    tiles = []
+    for value in values:
+        block, _, warps = value.partition("/")
+        if not (block.isdigit() and warps.isdigit() and int(block) > 0 and int(warps) > 0):
+            raise click.BadParameter(f"{value!r} is not a tile BLOCK/WARPS, e.g. 1024/1")
+        tiles.append((int(block), int(warps)))
+    return tiles
+
+
 @cli.command()
 @FILE
 @click.option("--case", "case_index", default=0, show_default=True, help="which leaderboard case (0-based)")
+@click.option("--tile", "tiles", multiple=True, callback=parse_tiles,
+              help="BLOCK/WARPS (repeatable): FILE at each tile beside a Triton copy at the same tile, with stall "
+                   "reasons, instructions a output, hit rates, registers and occupancy")
+@click.option("--build", "builds", multiple=True, help="with --tile: also FILE's configs of this build (e.g. cuda)")
 @out_option("ncu's raw CSV and the table", "results/runs/profile/GPU")
-def profile(file, case_index, out_dir):
-    """Nsight Compute on one leaderboard case: FILE beside the fastest copy of x, side by side."""
+def profile(file, case_index, tiles, builds, out_dir):
+    """Nsight Compute on one leaderboard case: FILE beside the fastest copy of x, or, with --tile, beside a
+    copy at each tile."""
     from scripts import ncu_profile as prof
 
     cases = harness.cases_from_task("benchmarks")
     if not 0 <= case_index < len(cases):
         raise click.ClickException(f"--case must be 0 to {len(cases) - 1}: there are {len(cases)} leaderboard cases")
+    if builds and not tiles:
+        raise click.ClickException("--build goes with --tile: it names which of FILE's configs to profile at each tile")
     problem = prof.unavailable()
     if problem:
         raise click.ClickException(problem)
     out_dir = out_dir or default_out("profile")
     try:
-        table = prof.profile_side_by_side(file, cases[case_index].args, out_dir, echo=click.echo)
+        if tiles:
+            files = [file] + [f"{file}+{build}" for build in builds]
+            table = prof.format_tiles(prof.profile_tiles(files, cases[case_index].args, tiles, out_dir, echo=click.echo))
+        else:
+            table = prof.profile_side_by_side(file, cases[case_index].args, out_dir, echo=click.echo)
     except (RuntimeError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(table)

@@ -13,8 +13,8 @@
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
 #   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant)
-#   ncu-tiles    Nsight Compute on NCU_FILES beside a copy at the same tiles: 1x2560x4096 at NCU_TILES, and
-#                every leaderboard case at NCU_CASE_TILES (tables and CSV under results/device/ncu)
+#   ncu-tiles    cli.py profile --tile: submission.py's Triton and CUDA tiles beside a copy at each, on
+#                1x2560x4096 at NCU_TILES and on the other two leaderboard cases at NCU_CASE_TILES (CSV under results/device/ncu)
 #   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through
 #   tune         cli.py tune --dry-run
 #   search       cli.py search-check: the first-call search in 3 fresh processes beside tune's sweep
@@ -61,19 +61,10 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
     kernel-files) run python3 -m pytest -q tests/test_kernel_files.py ${KERNEL_FILES_K:+-k "$KERNEL_FILES_K"};;
-    ncu-tiles) run python3 -c "
-import json, sys; from pathlib import Path; import eval as h; from scripts import ncu_profile as n
-files = [Path(f) for f in '${NCU_FILES:-submission.py submission.py+cuda}'.split()]
-tiles = lambda text: [tuple(map(int, t.split('/'))) for t in text.split()]
-jobs = [(dict(B=1, D=2560, S=4096, W=4, seed=54352), tiles('${NCU_TILES:-256/1 512/1 1024/1 2048/1 2048/2 4096/2 4096/4}'))]
-jobs += [(c.args, tiles('${NCU_CASE_TILES:-1024/1 4096/4}')) for c in h.cases_from_task('benchmarks')]
-records = []
-for args, ts in jobs:
-    rows = n.profile_tiles(files, args, ts, Path('$DEV/ncu'), echo=print)
-    records += [dict(case=h.case_label(args), **r) for r in rows]
-    print(n.format_tiles(rows))
-Path('$DEV/ncu/tiles.json').write_text(json.dumps(records, indent=1))
-";;
+    ncu-tiles) for t in ${NCU_TILES:-256/1 512/1 1024/1 2048/1 2048/2 4096/2 4096/4}; do sweep="${sweep:-} --tile $t"; done
+               for t in ${NCU_CASE_TILES:-1024/1 2048/1 4096/4}; do per_case="${per_case:-} --tile $t"; done
+               run python3 scripts/cli.py profile --case 2 $sweep --build cuda --out $DEV/ncu
+               for case in 0 1; do run python3 scripts/cli.py profile --case $case $per_case --build cuda --out $DEV/ncu; done;;
     tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;
     tune) run python3 scripts/cli.py tune --dry-run;;
     search) run python3 scripts/cli.py search-check --out $DEV/search_check ${SEARCH_ARGS:-};;
