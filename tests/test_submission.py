@@ -6,7 +6,7 @@ import torch
 
 import reference
 import submission
-from conftest import conv_float64, make_inputs, task_shapes
+from conftest import DEVICE, conv_float64, make_inputs, task_shapes
 
 TASK_TESTS = task_shapes("tests")
 # Hidden-shape style: S < W, W = 1, 8 and 16, D = 1, B > 1, odd and non-multiple-of-4 sizes,
@@ -191,9 +191,10 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     assert "2 of 4 candidates timed" in line and "256/1 (mismatch)" in line and "48/1 (build error (" in line
 
 
-def test_on_the_cpu_the_search_drops_every_cuda_tile_with_its_reason():
-    x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
-    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, lambda run: run() or 1.0)
+def test_the_search_drops_every_cuda_tile_with_its_reason_where_the_cuda_kernel_does_not_serve():
+    """S = 37 is no whole number of 16-byte groups: on the GPU as on the CPU, the CUDA tiles are dropped."""
+    x, weight, bias = make_inputs(1, 3, 37, 4, seed=5)
+    record = submission.search_record(("cpu", 1, 3, 37, 4), x, weight, bias, lambda run: run() or 1.0)
     dropped = dict(record["dropped"])
     assert {c for c in dropped if c[2] == submission.CUDA} == {(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES}
     assert set(dropped.values()) == {"the CUDA kernel does not serve this input"}
@@ -331,7 +332,7 @@ def test_a_control_file_that_does_not_build_is_dropped_in_one_line_without_its_r
         return lambda run: run() or 1.0
 
     record, printed, _ = _search_with_a_broken_control_file(tmp_path, monkeypatch, capfd, (1, 3, 300, 4), fake_timer_of)
-    _assert_the_broken_control_file_is_one_dropped_line(record, printed, len(submission.CUDA_CANDIDATES))  # CPU tensors
+    _assert_the_broken_control_file_is_one_dropped_line(record, printed, 0 if DEVICE == "cuda" else len(submission.CUDA_CANDIDATES))  # CPU tensors: no CUDA kernel
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the leaderboard's timing); none is visible")
@@ -362,6 +363,7 @@ def test_without_torchs_capture_query_the_pool_of_a_fresh_allocation_tells(monke
 def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch):
     x, weight, bias = make_inputs(1, 2, 300, 4, seed=6)
     monkeypatch.setattr(submission, "CANDIDATES", [(128, 1)])
+    monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
     heuristic = submission.heuristic_config(1, 2, 300, 4)
     just_faster = {heuristic[0]: 10.0, 128: 10.0 * (1 - submission.TUNE_MARGIN / 2)}
     calls = []
