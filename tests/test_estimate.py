@@ -173,7 +173,7 @@ def test_a_kernel_that_failed_a_check_gets_no_estimate_and_calibrates_nothing():
 
 
 def test_judge_s_estimate_shows_the_judged_file_only():
-    report = estimate.for_score("candidate", 13.0, "NVIDIA H200", RECORDED.parent)
+    report = estimate.for_score("candidate", 13.0, "NVIDIA H200", H200_RESULTS)
     assert list(report["impls"]) == ["candidate"]
 
 
