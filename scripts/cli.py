@@ -255,17 +255,12 @@ def tiles(files, shapes, rounds, rep_ms, top, out_dir):
     require_gpu("tiles")
     from scripts import compare as cmp, tiles as tiler
 
-    modules = {}
-    for path in files or (SUBMISSION,):
-        impl = registry.kernel_file(path, "variant")
-        module = registry.load_kernel_file(path, f"tiles_{impl.name}")
-        if not hasattr(module, "CONFIG_SPACE") or not hasattr(module, "launch"):
-            raise click.ClickException(f"{path} defines no CONFIG_SPACE and launch(x, weight, bias, out, *config)")
-        modules[impl.name] = module
+    try:
+        modules = tiler.load_modules(list(files or (SUBMISSION,)))
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     cases = cmp.resolve_cases(list(shapes))
-    count = rounds * len(cases) * (len({tuple(c[:2]) for m in modules.values() for c in m.CONFIG_SPACE})
-                                   + sum(len(m.CONFIG_SPACE) for m in modules.values()))
-    with click.progressbar(length=count, label="timing tiles") as bar:
+    with click.progressbar(length=tiler.timings_count(modules, cases, rounds), label="timing tiles") as bar:
         results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update)
     summary = tiler.summarize(results)
     path = write_record(out_dir or default_out("tiles"), "tiles.json", {"cases": summary})
@@ -437,41 +432,29 @@ def remote_group():
     """What the KernelBot server holds: our submissions, and the public ranking."""
 
 
-def _popcorn_or_fail() -> str:
+def ask_popcorn(args: list[str]) -> tuple[str, Path]:
     try:
-        return leaderboard.check_popcorn()
+        return leaderboard.ask_popcorn(args)
     except leaderboard.PreflightError as error:
         raise click.ClickException(str(error)) from None
-
-
-def _ask_popcorn(args: list[str]) -> tuple[str, Path]:
-    """popcorn-cli's answer, decoded leniently, and where its raw bytes were saved as they arrived."""
-    popcorn = _popcorn_or_fail()
-    saved = history.remote_output_path("-".join(args[:2]))
-    try:
-        code, stdout, everything = leaderboard.run_saving([popcorn, *args], saved, merge=False)
     except leaderboard.Interrupted as stop:
-        click.echo(f"interrupted ({stop.signal_name}); popcorn's output so far is saved in {saved}", err=True)
+        click.echo(f"interrupted ({stop.signal_name}); popcorn's output so far is saved in {stop.saved}", err=True)
         sys.exit(stop.exit_code)
-    if code != 0:
-        text = everything.decode("utf-8", "replace").strip() or "no output"
-        raise click.ClickException(f"popcorn-cli {' '.join(args[:2])} failed (exit {code}): {text.splitlines()[-1]}")
-    return stdout.decode("utf-8", "replace"), saved
 
 
-def _merge(entries: list[dict], saved: Path) -> int:
+def merge_answer(entries: list[dict], saved: Path) -> int:
     try:
-        return history.merge_remote(entries)
+        return leaderboard.merge_answer(entries, saved)
     except history.HistoryError as error:
-        raise click.ClickException(f"{error} popcorn's answer is saved in {saved}; nothing was recorded") from None
+        raise click.ClickException(str(error)) from None
 
 
 @remote_group.command(name="list")
 def remote_list():
     """Our submissions to causal_conv1d (popcorn-cli submissions list), merged into the history."""
-    text, saved = _ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD])
+    text, saved = ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD])
     rows = remote.parse_list(text, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
-    added = _merge([history.listed_entry(row) for row in rows], saved)
+    added = merge_answer([history.listed_entry(row) for row in rows], saved)
     click.echo(f"{'id':>8}  {'file':<20}{'time':<21}{'gpu':<13}{'status':<9}{'score':>10}")
     for row in rows:
         click.echo(f"{row['submission_id']:>8}  {row['file_name'][:19]:<20}{row['time']:<21}{str(row['gpu']):<13}"
@@ -494,12 +477,12 @@ class SubmissionId(click.ParamType):
 @click.argument("submission_id", type=SubmissionId())
 def remote_show(submission_id):
     """One submission's runs (popcorn-cli submissions show ID), merged into the history."""
-    text, saved = _ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])
+    text, saved = ask_popcorn(["submissions", "show", str(submission_id), "--no-code"])
     try:
         record = remote.parse_show(text)
     except ValueError as error:
         raise click.ClickException(f"{error}; popcorn's answer is saved in {saved}") from None
-    added = _merge([history.shown_entry(record)], saved)
+    added = merge_answer([history.shown_entry(record)], saved)
     click.echo(f"submission {record['submission_id']}: {record.get('file_name', '?')}, {record.get('status', '?')}")
     for run in record["runs"]:
         score = f"{run['score_us']:.2f} us" if run["score_us"] else run["score_text"]

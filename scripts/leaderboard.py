@@ -416,6 +416,32 @@ def _drain(fds: dict, sink, limit_s: float = 2.0) -> None:
                 del fds[fd]
 
 
+def ask_popcorn(args: list[str]) -> tuple[str, Path]:
+    """popcorn-cli's answer to `args`, decoded leniently, and where its raw bytes were saved as they arrived.
+    PreflightError where popcorn is missing or answers with a non-zero exit; Interrupted on a signal, with
+    `saved`, where the bytes so far are."""
+    popcorn = check_popcorn()
+    saved = history.remote_output_path("-".join(args[:2]))
+    try:
+        code, stdout, everything = run_saving([popcorn, *args], saved, merge=False)
+    except Interrupted as stop:
+        stop.saved = saved  # for the one line that says where the bytes so far are
+        raise
+    if code != 0:
+        text = everything.decode("utf-8", "replace").strip() or "no output"
+        raise PreflightError(f"popcorn-cli {' '.join(args[:2])} failed (exit {code}): {text.splitlines()[-1]}")
+    return stdout.decode("utf-8", "replace"), saved
+
+
+def merge_answer(entries: list[dict], saved: Path) -> int:
+    """Merge popcorn's parsed answer into the history; how many entries were new. A history that cannot take
+    them is one HistoryError naming where popcorn's answer is kept."""
+    try:
+        return history.merge_remote(entries)
+    except history.HistoryError as error:
+        raise history.HistoryError(f"{error} popcorn's answer is saved in {saved}; nothing was recorded") from None
+
+
 def run_saving(command: list[str], raw_log: Path, echo=None, merge: bool = True) -> tuple[int, bytes, bytes]:
     """Run command, appending its bytes to raw_log as they arrive (not lines: a last line with no newline
     yet is kept too) and echoing whole lines; (exit code, its stdout, everything it printed). merge: stderr

@@ -14,6 +14,26 @@ import eval as harness
 from scripts import baselines, configs
 
 
+def load_modules(files: list) -> dict:
+    """{name: module} for each kernel file; ValueError for one that offers no CONFIG_SPACE and launch."""
+    from scripts import registry
+
+    modules = {}
+    for path in files:
+        impl = registry.kernel_file(path, "variant")
+        module = registry.load_kernel_file(path, f"tiles_{impl.name}")
+        if not hasattr(module, "CONFIG_SPACE") or not hasattr(module, "launch"):
+            raise ValueError(f"{path} defines no CONFIG_SPACE and launch(x, weight, bias, out, *config)")
+        modules[impl.name] = module
+    return modules
+
+
+def timings_count(modules: dict, cases: list[dict], rounds: int) -> int:
+    """How many timings sweep makes: every config of every module, and a copy at each distinct tile."""
+    tiles = {tuple(config[:2]) for module in modules.values() for config in module.CONFIG_SPACE}
+    return rounds * len(cases) * (len(tiles) + sum(len(module.CONFIG_SPACE) for module in modules.values()))
+
+
 def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
     """{case: {"copies": {(block, warps): us}, name: {config: us}}}: medians over interleaved rounds.
     A config that fails the check on a case is left out of it, with its error under "errors"."""

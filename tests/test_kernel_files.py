@@ -180,3 +180,13 @@ def test_the_submissions_formula_is_the_tools_shifted_sum(W):
     x, weight, bias = make_inputs(2, 3, 37, W, seed=W)
     formula = registry.load_kernel_file(ROOT / "submission.py", "submission_formula").formula
     assert torch.equal(formula(x, weight, bias), baselines.shifted_sum((x, weight, bias)))
+
+
+def test_tiles_loads_the_tiled_kernel_files_counts_their_timings_and_refuses_one_that_offers_no_space():
+    from scripts import tiles
+
+    modules = tiles.load_modules([ROOT / "submission.py"])
+    space = modules["submission"].CONFIG_SPACE
+    assert tiles.timings_count(modules, [{}, {}], rounds=3) == 3 * 2 * (len({c[:2] for c in space}) + len(space))
+    with pytest.raises(ValueError, match="no_search.py defines no CONFIG_SPACE"):
+        tiles.load_modules([ROOT / "variants" / "no_search.py"])
