@@ -188,8 +188,9 @@ def format_table(impls: dict, cases: list[dict]) -> str:
 def write_results(impls: dict, cases: list[dict], device: str, commit: str, date: str, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "compare.json"
-    path.write_text(json.dumps({"device": device, "commit": commit, "date": date,
-                                "cases": [harness.case_label(a) for a in cases], "impls": impls}, indent=2))
+    harness.write_whole(path, json.dumps({"device": device, "commit": commit, "date": date,
+                                          "cases": [harness.case_label(a) for a in cases], "impls": impls}, indent=2),
+                        flag="--out")
     plot_bars(impls, cases, out_dir / "compare.png", f"{device}, commit {commit}, {date}")
     return path
 

@@ -93,11 +93,11 @@ def _autotune(shapes, effort, timing, out_dir: Path, write: bool, echo, path: Pa
         found[shape] = autotune_shape(module, args, effort, timing, out_dir)
         echo(f"{harness.case_label(args)}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
         if keep:
-            (out_dir / "configs.json").write_text(json.dumps(
+            harness.write_whole(out_dir / "configs.json", json.dumps(
                 {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
                  "effort": effort, "timing": timing,
                  "configs": {harness.case_label(dict(zip(harness.SHAPE_FIELDS, k))): v for k, v in found.items()}},
-                indent=2))
+                indent=2), flag="--out")
         if write:
-            path.write_text(configs.rewrite(path.read_text(), {shape: found[shape]["config"]}))
+            harness.write_whole(path, configs.rewrite(path.read_text(), {shape: found[shape]["config"]}), flag="the Helion file")
     return found
