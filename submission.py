@@ -14,8 +14,10 @@ or scalar loads and no division per element.
 
 The same arithmetic is also written in CUDA C++ (built at run time by NVRTC through torch, no
 compiler on PATH needed): each thread loads its groups once and takes the W - 1 left neighbours
-from the lanes to its left by warp shuffle, so it holds fewer registers at wide tiles. It is a
-candidate, never the default: it runs only where the first-call search timed it faster.
+from the lanes to its left by warp shuffle, so it holds fewer registers at wide tiles. Its unit is
+the warp, not the block: where a row is shorter than a block, one block covers several rows, so the
+copy's fastest tiles leave no lane idle on short rows. It is a candidate, never the default: it runs
+only where the first-call search timed it faster.
 
 The tile (BLOCK outputs, num_warps, and how it is built) comes from a measured table where one
 exists; elsewhere, as on a B200 nobody here has measured, the first call for a large shape times a
@@ -146,23 +148,26 @@ __device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
                      __shfl_sync(0xffffffffu, v.z, src), __shfl_sync(0xffffffffu, v.w, src));
 }
 
-// A block of 32 * num_warps threads owns BLOCK outputs of one row; each warp owns V * 32 consecutive
-// groups of 4, and at each v its lanes hold 32 consecutive groups (one 512-byte span). Group g - q of
-// lane l is lane l - q's at the same v or, for the first q lanes, lane 32 - q + l's at v - 1; only at
-// v = 0 do lanes < q load it (the groups just before the warp's span).
+// Each warp owns a span of V * 32 consecutive groups of 4 in one row, and at each v its lanes hold 32
+// consecutive groups (one 512-byte span). A block's warps take consecutive spans in x's flat order, so
+// where a row is shorter than a block the block covers several rows and no lane is left masked. Group
+// g - q of lane l is lane l - q's at the same v or, for the first q lanes, lane 32 - q + l's at v - 1;
+// only at v = 0 do lanes < q load it (the groups just before the warp's span).
 template <int W, int V>
 __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* __restrict__ weight,
                                       const float* __restrict__ bias, float* __restrict__ out,
-                                      int D, int S, int chunks_per_row) {
+                                      int D, int S, int spans_per_row, int spans) {
   constexpr int Q = (W + 2) / 4;  // groups back that the W - 1 left neighbours reach
   const int groups = S >> 2;
-  const int row = blockIdx.x / chunks_per_row;
-  const int chunk = blockIdx.x - row * chunks_per_row;
-  const int d = row % D;
+  const int lane = threadIdx.x & 31;
+  const unsigned span = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (span >= (unsigned)spans) return;  // the last block's spare warps leave whole, so every shuffle has its 32 lanes
+  const unsigned row = span / (unsigned)spans_per_row;
+  const int d = (int)(row % (unsigned)D);
   const float4* x_row = reinterpret_cast<const float4*>(x) + (long long)row * groups;
   float4* out_row = reinterpret_cast<float4*>(out) + (long long)row * groups;
-  const int lane = threadIdx.x & 31;
-  const int first = (chunk * blockDim.x + (threadIdx.x - lane)) * V + lane;  // this lane's group at v = 0
+  const int first = (int)(span - row * spans_per_row) * (32 * V) + lane;  // this lane's group at v = 0
+  const int ahead = groups - first;  // groups from this lane's first to the row's end: group v is in the row if 32v < ahead
 
   float w[W];
 #pragma unroll
@@ -170,7 +175,7 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
   const float b = bias[d];
   float4 cur[V];
 #pragma unroll
-  for (int v = 0; v < V; ++v) cur[v] = load_group(x_row + first + 32 * v, first + 32 * v < groups);
+  for (int v = 0; v < V; ++v) cur[v] = load_group(x_row + first + 32 * v, 32 * v < ahead);
   float4 edge[Q > 0 ? Q : 1];
 #pragma unroll
   for (int q = 1; q <= Q; ++q) edge[q - 1] = load_group(x_row + first - q, lane < q && first - q >= 0 && first - q < groups);
@@ -199,8 +204,7 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
       for (int k = 0; k < W; ++k) acc = fmaf(w[k], e[4 * Q + j - (W - 1) + k], acc);
       r[j] = acc;
     }
-    const int g = first + 32 * v;
-    if (g < groups) out_row[g] = make_float4(r[0], r[1], r[2], r[3]);
+    if (32 * v < ahead) out_row[first + 32 * v] = make_float4(r[0], r[1], r[2], r[3]);
   }
 }
 """
@@ -220,12 +224,14 @@ def cuda_serves(x, weight, out) -> bool:
 
 
 def launch_cuda(x, weight, bias, out, block: int, num_warps: int) -> None:
+    """BLOCK outputs a block of num_warps warps: V groups of 4 a thread, a warp's V * 128 outputs in one row."""
     B, D, S = x.shape
-    threads = 32 * num_warps
-    V = max(1, block // (4 * threads))
-    chunks_per_row = -(-S // (4 * V * threads))
+    V = max(1, block // (128 * num_warps))
+    spans_per_row = -(-S // (128 * V))
+    spans = B * D * spans_per_row
     cuda_kernel(x.device.index or 0, weight.shape[1], V)(
-        grid=(B * D * chunks_per_row, 1, 1), block=(threads, 1, 1), args=[x, weight, bias, out, D, S, chunks_per_row])
+        grid=(-(-spans // num_warps), 1, 1), block=(32 * num_warps, 1, 1),
+        args=[x, weight, bias, out, D, S, spans_per_row, spans])
 
 
 @functools.lru_cache(maxsize=None)

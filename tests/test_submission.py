@@ -149,7 +149,9 @@ def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA kernel, built by NVRTC); none is visible")
 @pytest.mark.parametrize("W", [1, 2, 3, 4, 5, 8, 13])
 def test_on_the_gpu_the_cuda_kernel_is_exact_at_every_tile(W):
-    for B, D, S in [(1, 3, 300), (2, 5, 4096), (1, 2, 36)]:
+    """Rows longer than a block, rows shorter than one (a block spans several rows, channels and batches),
+    rows that end inside a warp's span, and a last block with spare warps."""
+    for B, D, S in [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048), (1, 3, 1000)]:
         x, weight, bias = make_inputs(B, D, S, W, seed=S + W)
         expected = conv_float64(x, weight, bias)
         for block, warps in submission.TILES:
