@@ -6,6 +6,7 @@ dicts (Helion configs, one key per line), so a change to one entry is one line i
 """
 import ast
 import difflib
+import os
 
 BEGIN, END = "# <configs>", "# </configs>"
 
@@ -28,10 +29,19 @@ def read_table(text: str) -> tuple[str, dict]:
 
 
 def tile_label(config) -> str:
-    """A tile's or config's one text form: its numbers joined by '/' (1024/1, 2048/4/8); a control file
-    (the search's third entry) shows as ' +acf'. Records hold the config itself, as a list."""
+    """A tile's or config's one text form: its numbers joined by '/' (1024/1, 2048/4/8), then how it is
+    built, where the config says: 'cuda' as itself, a control file by its name (1024/1 +a.acf).
+    Records hold the config itself, as a list."""
     numbers = "/".join(str(v) for v in config if isinstance(v, int) and not isinstance(v, bool))
-    return numbers + (" +acf" if any(isinstance(v, str) and v for v in config) else "")
+    return numbers + "".join(f" {build_label(v)}" for v in config if isinstance(v, str) and v)
+
+
+def build_label(build: str) -> str:
+    """A config's build entry in short: ptxas options that apply a control file by the file's name, '+name'."""
+    words = build.split()
+    if len(words) == 2 and words[0] == "--apply-controls":
+        return "+" + os.path.basename(words[1])
+    return build
 
 
 WIDTH = 110

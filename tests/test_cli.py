@@ -282,6 +282,19 @@ def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch
     assert not ok and "ZeroDivisionError" in message and copy.read_text() == new
 
 
+@pytest.mark.parametrize("config,label", [
+    ((1024, 1), "1024/1"),
+    ([2048, 4, None], "2048/4"),
+    ((4096, 2, "cuda"), "4096/2 cuda"),
+    ((1024, 1, "--apply-controls /opt/booster_pack/a.acf"), "1024/1 +a.acf"),
+    ((1024, 1, "-O3"), "1024/1 -O3"),
+], ids=["tile", "triton", "cuda", "control-file", "other-ptxas-options"])
+def test_a_config_label_says_how_it_is_built(config, label):
+    """Two builds of one tile are two rows of a table, never one key (a CUDA tile once read '+acf')."""
+    assert configs.tile_label(config) == label
+
+
+
 @pytest.mark.parametrize("text", ["CONFIGS = {}\n", "# <configs>\nCONFIGS = {}\n", "# </configs>\n# <configs>\n"])
 def test_rewrite_refuses_a_file_without_its_markers(text):
     with pytest.raises(ValueError, match="no config table"):
