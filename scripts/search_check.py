@@ -53,12 +53,12 @@ def fresh_searches(args: dict, processes: int, switch: str, timeout_s: float = 3
 
 
 def verdict(picks: list, sweep_us: dict, margin: float) -> dict:
-    """picks: each process's (BLOCK, num_warps, ptx_options); sweep_us: {(BLOCK, num_warps): us}.
-    Whether they agree, each pick's time over the sweep's best (None for a pick the sweep cannot time:
-    a control file), and whether the search holds."""
+    """picks: each process's (BLOCK, num_warps, build); sweep_us: {config: us}, a Triton tile as
+    (BLOCK, num_warps), another build with its third entry. Whether they agree, each pick's time over the
+    sweep's best (None for a pick the sweep cannot time: a control file), and whether the search holds."""
     best = min(sweep_us, key=sweep_us.get)
-    ratios = [sweep_us[tuple(p[:2])] / sweep_us[best] if not p[2] and tuple(p[:2]) in sweep_us else None
-              for p in picks]
+    keys = [tuple(entry for entry in p if entry is not None) for p in picks]  # the sweep's keys: (1024, 1), (4096, 2, 'cuda')
+    ratios = [sweep_us[k] / sweep_us[best] if k in sweep_us else None for k in keys]
     agree = len({tuple(p) for p in picks}) == 1
     return {"picks": [list(p) for p in picks], "agree": agree, "sweep_best": list(best),
             "sweep_best_us": sweep_us[best], "pick_vs_sweep_best": ratios,
@@ -78,6 +78,7 @@ def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progres
         sweep_us = next(iter(sweep.values()))
         entry = verdict([record["pick"] for record in records], sweep_us, module.TUNE_MARGIN)
         entry["lines"] = [record["line"] for record in records]
+        entry["timed"] = [{configs.tile_label(config): us for config, us in record["timed"]} for record in records]
         entry["sweep_us"] = {configs.tile_label(tile): us for tile, us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
         results[harness.case_label(args)] = entry
     return results

@@ -4,7 +4,7 @@ import pytest
 import submission
 from scripts import search_check
 
-SWEEP = {(1024, 1): 10.0, (2048, 4): 9.95, (4096, 8): 10.3}
+SWEEP = {(1024, 1): 10.0, (2048, 4): 9.95, (4096, 8): 10.3, (4096, 2, "cuda"): 9.96}
 
 
 @pytest.mark.parametrize("picks,agree,holds", [
@@ -12,13 +12,15 @@ SWEEP = {(1024, 1): 10.0, (2048, 4): 9.95, (4096, 8): 10.3}
     ([(4096, 8, None)] * 3, True, False),  # the same pick each time, 3.5% off the best
     ([(1024, 1, None), (2048, 4, None), (1024, 1, None)], False, False),  # the processes disagree
     ([(1024, 1, "--apply-controls /opt/booster_pack/a.acf")] * 3, True, False),  # the sweep cannot time a control file
-], ids=["heuristic-in-margin", "stable-but-slow", "disagree", "control-file"])
+    ([(4096, 2, "cuda")] * 3, True, True),  # a CUDA pick is looked up as itself, not as the Triton tile
+    ([(4096, 8, "cuda")] * 3, True, False),  # a build the sweep did not time has no ratio
+], ids=["heuristic-in-margin", "stable-but-slow", "disagree", "control-file", "cuda-pick", "untimed-build"])
 def test_verdict(picks, agree, holds):
     entry = search_check.verdict(picks, SWEEP, margin=0.01)
     assert entry["agree"] is agree and entry["holds"] is holds
     assert entry["sweep_best"] == [2048, 4] and entry["sweep_best_us"] == 9.95
-    if picks[0][2] is None:
-        assert entry["pick_vs_sweep_best"][0] == pytest.approx(SWEEP[picks[0][:2]] / 9.95)
+    key = tuple(v for v in picks[0] if v is not None)
+    assert entry["pick_vs_sweep_best"][0] == (pytest.approx(SWEEP[key] / 9.95) if key in SWEEP else None)
     table = search_check.format_table({"1x2560x2048": entry}, 0.01)
     assert ("holds" if holds else "MISSED") in table.splitlines()[1]
 
