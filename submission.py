@@ -322,9 +322,10 @@ def graph_timer(device):
     """The leaderboard's timing in small: graphs of 100 (flush; call) and of 100 flushes, the
     difference, the median of six samples.
 
-    A fresh process finds the GPU's clocks idle, and they rise while the first candidates are timed,
-    so the timer first keeps the GPU busy for WARM_UP_S, and each sample alternates which graph runs
-    first: a drift then falls on both graphs alike instead of on the kernel's share alone."""
+    The timer keeps the GPU busy for WARM_UP_S before its first sample (a fresh process starts with
+    idle clocks) and alternates which graph runs first in each sample, so a drift falls on both graphs
+    alike instead of on the kernel's share alone. (On the H200 neither removed a step between the
+    first candidate and the rest: results/NOTES.md v11c.)"""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
     warm = []
 
