@@ -294,7 +294,6 @@ def test_a_config_label_says_how_it_is_built(config, label):
     assert configs.tile_label(config) == label
 
 
-
 @pytest.mark.parametrize("text", ["CONFIGS = {}\n", "# <configs>\nCONFIGS = {}\n", "# </configs>\n# <configs>\n"])
 def test_rewrite_refuses_a_file_without_its_markers(text):
     with pytest.raises(ValueError, match="no config table"):
