@@ -8,6 +8,7 @@ config is within the submission's TUNE_MARGIN of the sweep's best.
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -80,8 +81,17 @@ def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progres
         entry["lines"] = [record["line"] for record in records]
         entry["timed"] = [{configs.tile_label(config): us for config, us in record["timed"]} for record in records]
         entry["sweep_us"] = {configs.tile_label(tile): us for tile, us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
+        entry["timed_vs_sweep"] = [timed_vs_sweep(timed, entry["sweep_us"]) for timed in entry["timed"]]
         results[harness.case_label(args)] = entry
     return results
+
+
+def timed_vs_sweep(timed: dict, sweep_us: dict) -> dict:
+    """One process's timings (label -> us, in the order it timed them) over the sweep's: the ratio of the
+    first one the sweep also timed, and the median of the rest's. Where the two differ, the search times
+    its candidates unlike one another, whatever their speed (run26: the first 0.97-1.00, the rest 1.02-1.04)."""
+    ratios = [us / sweep_us[label] for label, us in timed.items() if label in sweep_us]
+    return {"first": ratios[0] if ratios else None, "rest": statistics.median(ratios[1:]) if len(ratios) > 1 else None}
 
 
 def format_table(results: dict, margin: float) -> str:
@@ -92,6 +102,15 @@ def format_table(results: dict, margin: float) -> str:
         why = ("holds" if entry["holds"] else
                "MISSED: the processes disagree" if not entry["agree"] else f"MISSED: over {1 + margin:.2f}x the best")
         lines.append(f"{case:<16}{picks:<34}{configs.tile_label(entry['sweep_best']):<12}{ratios:<24}{why}")
+    drift = [(case, entry["timed_vs_sweep"]) for case, entry in results.items() if entry.get("timed_vs_sweep")]
+    if drift:
+        lines.append("each process's timings over the sweep's, its first candidate / the median of the rest:")
+        lines.extend(f"  {case:<14}" + ", ".join(f"{_ratio(d['first'])} / {_ratio(d['rest'])}" for d in per_process)
+                     for case, per_process in drift)
     lines.append(f"the search holds on a case when every process picked the same config and it is within "
                  f"{margin:.0%} of the sweep's best (the runner's timing, same call)")
     return "\n".join(lines)
+
+
+def _ratio(value) -> str:
+    return f"{value:.3f}" if value is not None else "-"

@@ -37,3 +37,23 @@ def test_the_child_runs_with_the_search_switched_on(monkeypatch):
     monkeypatch.setenv(submission.TUNE_ENV, "0")
     monkeypatch.setattr(search_check, "_CHILD", f"import json, os; print(json.dumps(os.environ.get('{submission.TUNE_ENV}')))")
     assert search_check.fresh_searches({}, 1, submission.TUNE_ENV) == [None]
+
+
+@pytest.mark.parametrize("timed,first,rest", [
+    ({"1024/1": 22.24, "4096/2 cuda": 22.47, "2048/1 cuda": 22.39, "1024/2": 22.64}, 22.24 / 22.25, 22.47 / 22.07),
+    ({"1024/1": 10.0}, 1.0, None),  # one candidate timed: no rest
+    ({"1024/1 +a.acf": 9.0, "1024/1": 10.0}, 1.0, None),  # a control file the sweep cannot time is left out
+    ({}, None, None),
+], ids=["run26-like", "one-timed", "control-file-first", "nothing-timed"])
+def test_timed_vs_sweep_sets_the_first_candidate_against_the_rest(timed, first, rest):
+    sweep = {"1024/1": 22.25 if "4096/2 cuda" in timed else 10.0, "4096/2 cuda": 22.07, "2048/1 cuda": 21.96, "1024/2": 22.31}
+    got = search_check.timed_vs_sweep(timed, sweep)
+    assert got["first"] == (pytest.approx(first) if first is not None else None)
+    assert got["rest"] == (pytest.approx(rest) if rest is not None else None)
+
+
+def test_the_table_prints_each_process_first_candidate_and_rest_over_the_sweep():
+    entry = search_check.verdict([(1024, 1, None)] * 2, SWEEP, margin=0.01)
+    entry["timed_vs_sweep"] = [{"first": 0.999, "rest": 1.021}, {"first": 1.0, "rest": None}]
+    table = search_check.format_table({"1x2560x4096": entry}, 0.01)
+    assert "  1x2560x4096   0.999 / 1.021, 1.000 / -" in table.splitlines(), table
