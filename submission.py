@@ -368,33 +368,48 @@ def config_name(config) -> str:
     return f"{block}/{warps}" + (f" {os.path.basename(build.split()[-1])}" if build else "")
 
 
+def check_candidate(config, x, weight, bias, out, expected) -> str:
+    """'' where the config builds, runs and matches the formula on this input (out is written), else why not."""
+    out.fill_(math.nan)  # poisoned: an unwritten element fails the check
+    if config[2] == CUDA and not cuda_serves(x, weight, out):  # it would time the Triton tile twice
+        return "the CUDA kernel does not serve this input"
+    try:
+        # Triton prints a failed build's whole PTX reproducer to stdout; a dropped candidate is one line
+        with contextlib.redirect_stdout(io.StringIO()):
+            launch(x, weight, bias, out, *config)
+        if x.is_cuda:
+            torch.cuda.synchronize()
+    except Exception as error:  # a candidate that fails to compile or launch is dropped, never chosen
+        return f"build error ({type(error).__name__})"
+    if not bool(((out - expected).abs() <= ATOL + RTOL * expected.abs()).all()):
+        return "mismatch"
+    return ""
+
+
 def search_record(key, x, weight, bias, timer) -> dict:
-    """Time every candidate that builds and matches the formula on this input; the fastest wins if it
-    beats the heuristic by more than TUNE_MARGIN. Returns the record: the pick, each timed candidate's
-    microseconds, and each dropped candidate with why."""
+    """Check every candidate (it builds and matches the formula on this input), then time the ones that
+    passed, back to back; the fastest wins if it beats the heuristic by more than TUNE_MARGIN. Returns
+    the record: the pick, each timed candidate's microseconds, and each dropped candidate with why.
+
+    Builds come first because each leaves the GPU idle for up to a second, and on the H200 every
+    candidate timed after one read 1.5-4% slow against the same candidate in a sweep, while the one
+    timed before any build did not (results/NOTES.md v11c). Half the budget goes to the builds."""
     began = time.perf_counter()
     expected = formula(x, weight, bias)
     out = torch.empty_like(x)  # one output for all, so no candidate is timed on a different placement
-    timed, dropped = [], []
+    passed, timed, dropped = [], [], []
     for config in tune_candidates(*key[1:]):
-        if timed and time.perf_counter() - began > TUNE_BUDGET_S:
+        if passed and time.perf_counter() - began > TUNE_BUDGET_S / 2:
             dropped.append((config, "over the time budget"))
             continue
-        out.fill_(math.nan)  # poisoned: an unwritten element fails the check
-        if config[2] == CUDA and not cuda_serves(x, weight, out):  # it would time the Triton tile twice
-            dropped.append((config, "the CUDA kernel does not serve this input"))
-            continue
-        try:
-            # Triton prints a failed build's whole PTX reproducer to stdout; a dropped candidate is one line
-            with contextlib.redirect_stdout(io.StringIO()):
-                launch(x, weight, bias, out, *config)
-            if x.is_cuda:
-                torch.cuda.synchronize()
-        except Exception as error:  # a candidate that fails to compile or launch is dropped, never chosen
-            dropped.append((config, f"build error ({type(error).__name__})"))
-            continue
-        if not bool(((out - expected).abs() <= ATOL + RTOL * expected.abs()).all()):
-            dropped.append((config, "mismatch"))
+        problem = check_candidate(config, x, weight, bias, out, expected)
+        if problem:
+            dropped.append((config, problem))
+        else:
+            passed.append(config)
+    for config in passed:
+        if timed and time.perf_counter() - began > TUNE_BUDGET_S:
+            dropped.append((config, "over the time budget"))
             continue
         try:
             timed.append((config, timer(lambda: launch(x, weight, bias, out, *config))))

@@ -193,6 +193,37 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     assert "2 of 4 candidates timed" in line and "256/1 (mismatch)" in line and "48/1 (build error (" in line
 
 
+def test_the_search_checks_every_candidate_before_it_times_any(monkeypatch):
+    """Builds leave the GPU idle; on the H200 a candidate timed after one read slow (NOTES v11c), so
+    every launch of the checks comes before the first timing, and the timings run back to back."""
+    x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
+    monkeypatch.setattr(submission, "CANDIDATES", [(128, 1), (256, 1), (1024, 1)])
+    monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
+    events = []
+    real_launch = submission.launch
+    monkeypatch.setattr(submission, "launch", lambda *args: events.append(("launch", args[4:6])) or real_launch(*args))
+
+    def fake_timer(run):
+        events.append(("timer", None))
+        return 1.0
+
+    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["launch"] * 4 + ["timer"] * 4, kinds  # the heuristic (512, 1) and the three runners-up
+    assert [tile for _, tile in events[:4]] == [(512, 1), (128, 1), (256, 1), (1024, 1)]
+    assert len(record["timed"]) == 4 and not record["dropped"]
+
+
+def test_the_builds_stop_at_half_the_budget_and_the_heuristic_is_always_timed(monkeypatch):
+    x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
+    monkeypatch.setattr(submission, "CANDIDATES", [(128, 1), (256, 1)])
+    monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
+    monkeypatch.setattr(submission, "TUNE_BUDGET_S", 0.0)
+    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, lambda run: run() or 1.0)
+    assert [config for config, _ in record["timed"]] == [(512, 1, None)]
+    assert record["dropped"] == [((128, 1, None), "over the time budget"), ((256, 1, None), "over the time budget")]
+
+
 def test_the_search_drops_every_cuda_tile_with_its_reason_where_the_cuda_kernel_does_not_serve():
     """S = 37 is no whole number of 16-byte groups: on the GPU as on the CPU, the CUDA tiles are dropped."""
     x, weight, bias = make_inputs(1, 3, 37, 4, seed=5)
