@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -527,6 +528,10 @@ def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent
         submission.launch(x, weight, bias, out, *tile)
 
     run()
-    protocol_us = harness.time_protocol(run, rep_ms=harness.REP_MS["leaderboard"]).mean / 1e3
-    graph_us = submission.graph_timer(x.device)(run)
-    assert abs(graph_us - protocol_us) <= 0.02 * protocol_us, (protocol_us, graph_us)
+    timer = submission.graph_timer(x.device)
+    protocol, graph = [], []
+    for _ in range(3):  # interleaved, medians: one run of either sat at the bound on 1x1536x2048 (runs 21, 26)
+        protocol.append(harness.time_protocol(run, rep_ms=harness.REP_MS["leaderboard"]).mean / 1e3)
+        graph.append(timer(run))
+    protocol_us, graph_us = statistics.median(protocol), statistics.median(graph)
+    assert abs(graph_us - protocol_us) <= 0.02 * protocol_us, (protocol, graph)
