@@ -327,9 +327,10 @@ def graph_timer(device):
     alike instead of on the kernel's share alone. (On the H200 neither removed a step between the
     first candidate and the rest: results/NOTES.md v11c.)"""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
-    warm = []
+    warmed = False
 
     def timed_us(run, calls: int = 100, samples: int = 6) -> float:
+        nonlocal warmed
         full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(full):
             for _ in range(calls):
@@ -340,10 +341,10 @@ def graph_timer(device):
                 flush.zero_()
         full.replay()  # a graph's first replay uploads it: never a sample
         began = time.perf_counter()
-        while not warm and time.perf_counter() - began < WARM_UP_S:
+        while not warmed and time.perf_counter() - began < WARM_UP_S:
             flush_only.replay()
             torch.cuda.synchronize()
-        warm.append(True)
+        warmed = True
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         timings = []
         for sample in range(samples):
