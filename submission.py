@@ -57,7 +57,7 @@ CONFIGS = {}
 TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # 0, off, false or no switch the first-call search off
 TUNE_WORDS = {"0": False, "off": False, "false": False, "no": False, "1": True, "on": True, "true": True, "yes": True}
 TUNE_MIN_OUTPUTS = 1 << 20
-TUNE_BUDGET_S = 8.0  # no new candidate starts after this; the lot stays under 10 s, compiles included
+TUNE_BUDGET_S = 8.0  # no new candidate is built after half of this; the lot stays near 10 s at the largest shape
 TUNE_MARGIN = 0.01  # a candidate must beat the heuristic by this much: the H200 search's own spread
 MAX_CANDIDATES = 12
 MAX_ACF = 3  # control files tried on the heuristic tile, so the CUDA tiles keep their places
@@ -319,47 +319,48 @@ def formula(x, weight, bias):
 
 
 def graph_timer(device):
-    """The leaderboard's timing in small: graphs of 100 (flush; call) and of 100 flushes, the
-    difference, the median of six samples.
+    """The leaderboard's timing in small, for several runs at once: per run a graph of 100 (flush; call),
+    one graph of 100 flushes, the difference, the median of six samples.
 
-    The timer keeps the GPU busy for WARM_UP_S before its first sample (a fresh process starts with
-    idle clocks) and alternates which graph runs first in each sample, so a drift falls on both graphs
-    alike instead of on the kernel's share alone. (On the H200 neither removed a step between the
-    first candidate and the rest: results/NOTES.md v11c.)"""
+    The runs' samples interleave (sample s of every run, then s + 1), so whatever changes in the GPU's
+    state while they are timed falls on every run alike: on the H200 a fresh process timed its first
+    candidate at the sweep's value and every later one 1.5-4% slow when each was timed whole in turn
+    (results/NOTES.md v11c). Before the first sample the GPU is kept busy for WARM_UP_S, and each sample
+    alternates which graph runs first, so a drift falls on both graphs alike."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
-    warmed = False
 
-    def timed_us(run, calls: int = 100, samples: int = 6) -> float:
-        nonlocal warmed
-        full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(full):
+    def capture(run, calls):
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
             for _ in range(calls):
                 flush.zero_()
-                run()
-        with torch.cuda.graph(flush_only):
-            for _ in range(calls):
-                flush.zero_()
-        full.replay()  # a graph's first replay uploads it: never a sample
+                if run is not None:
+                    run()
+        graph.replay()  # a graph's first replay uploads it: never a sample
+        return graph
+
+    def timed_us(runs, calls: int = 100, samples: int = 6) -> list[float]:
+        flush_only = capture(None, calls)
+        fulls = [capture(run, calls) for run in runs]
         began = time.perf_counter()
-        while not warmed and time.perf_counter() - began < WARM_UP_S:
+        while time.perf_counter() - began < WARM_UP_S:
             flush_only.replay()
             torch.cuda.synchronize()
-        warmed = True
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-        timings = []
+        timings = [[] for _ in runs]
         for sample in range(samples):
-            order = (flush_only, full) if sample % 2 == 0 else (full, flush_only)
-            marks[0].record()
-            order[0].replay()
-            marks[1].record()
-            order[1].replay()
-            marks[2].record()
-            marks[2].synchronize()
-            first_ms, second_ms = marks[0].elapsed_time(marks[1]), marks[1].elapsed_time(marks[2])
-            full_ms, flush_ms = (second_ms, first_ms) if sample % 2 == 0 else (first_ms, second_ms)
-            timings.append((full_ms - flush_ms) * 1e3 / calls)
-        timings.sort()
-        return (timings[(samples - 1) // 2] + timings[samples // 2]) / 2
+            for full, times in zip(fulls, timings):
+                order = (flush_only, full) if sample % 2 == 0 else (full, flush_only)
+                marks[0].record()
+                order[0].replay()
+                marks[1].record()
+                order[1].replay()
+                marks[2].record()
+                marks[2].synchronize()
+                first_ms, second_ms = marks[0].elapsed_time(marks[1]), marks[1].elapsed_time(marks[2])
+                full_ms, flush_ms = (second_ms, first_ms) if sample % 2 == 0 else (first_ms, second_ms)
+                times.append((full_ms - flush_ms) * 1e3 / calls)
+        return [(sorted(t)[(samples - 1) // 2] + sorted(t)[samples // 2]) / 2 for t in timings]
     return timed_us
 
 
@@ -389,12 +390,13 @@ def check_candidate(config, x, weight, bias, out, expected) -> str:
 
 def search_record(key, x, weight, bias, timer) -> dict:
     """Check every candidate (it builds and matches the formula on this input), then time the ones that
-    passed, back to back; the fastest wins if it beats the heuristic by more than TUNE_MARGIN. Returns
+    passed together, their samples interleaved (timer(runs) -> microseconds a run); the fastest wins if it beats the heuristic by more than TUNE_MARGIN. Returns
     the record: the pick, each timed candidate's microseconds, and each dropped candidate with why.
 
-    Builds come first because each leaves the GPU idle for up to a second, and on the H200 every
-    candidate timed after one read 1.5-4% slow against the same candidate in a sweep, while the one
-    timed before any build did not (results/NOTES.md v11c). Half the budget goes to the builds."""
+    Builds come first, so none leaves the GPU idle between samples (each takes up to a second), and
+    the timing interleaves the candidates' samples: on the H200 every candidate timed whole after the
+    first read 1.5-4% slow against the same candidate in a sweep (results/NOTES.md v11c). Builds stop
+    at half the budget; the timing of those built takes the rest (at most ~6 s, on 8x4096x8192)."""
     began = time.perf_counter()
     expected = formula(x, weight, bias)
     out = torch.empty_like(x)  # one output for all, so no candidate is timed on a different placement
@@ -408,14 +410,12 @@ def search_record(key, x, weight, bias, timer) -> dict:
             dropped.append((config, problem))
         else:
             passed.append(config)
-    for config in passed:
-        if timed and time.perf_counter() - began > TUNE_BUDGET_S:
-            dropped.append((config, "over the time budget"))
-            continue
+    if passed:
+        runs = [functools.partial(launch, x, weight, bias, out, *config) for config in passed]
         try:
-            timed.append((config, timer(lambda: launch(x, weight, bias, out, *config))))
-        except Exception as error:
-            dropped.append((config, f"timing error ({type(error).__name__})"))
+            timed = list(zip(passed, timer(runs)))
+        except Exception as error:  # a capture or replay that fails: nothing is timed, the heuristic stays
+            dropped.extend((config, f"timing error ({type(error).__name__})") for config in passed)
     heuristic = (*heuristic_config(*key[1:]), None)
     record = {"key": key, "heuristic": heuristic, "pick": heuristic, "timed": timed, "dropped": dropped,
               "acf_files": sorted(glob.glob(ACF_GLOB))}

@@ -178,10 +178,11 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
     monkeypatch.setattr(submission, "launch", launch)
     timed = []
 
-    def fake_timer(run):
-        run()
-        timed.append(run)
-        return {0: 5.0, 1: 3.0}.get(len(timed) - 1, 0.1)
+    def fake_timer(runs):
+        for run in runs:
+            run()
+            timed.append(run)
+        return [{0: 5.0, 1: 3.0}.get(index, 0.1) for index in range(len(runs))]
 
     record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
     assert record["pick"] == (128, 1, None) and len(timed) == 2  # the heuristic (512, 1) and 128; 48 and 256 dropped
@@ -195,7 +196,7 @@ def test_the_search_never_picks_a_candidate_that_is_wrong_or_does_not_build(monk
 
 def test_the_search_checks_every_candidate_before_it_times_any(monkeypatch):
     """Builds leave the GPU idle; on the H200 a candidate timed after one read slow (NOTES v11c), so
-    every launch of the checks comes before the first timing, and the timings run back to back."""
+    every launch of the checks comes before the timing, which takes every candidate that passed at once."""
     x, weight, bias = make_inputs(1, 3, 300, 4, seed=5)
     monkeypatch.setattr(submission, "CANDIDATES", [(128, 1), (256, 1), (1024, 1)])
     monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
@@ -203,13 +204,13 @@ def test_the_search_checks_every_candidate_before_it_times_any(monkeypatch):
     real_launch = submission.launch
     monkeypatch.setattr(submission, "launch", lambda *args: events.append(("launch", args[4:6])) or real_launch(*args))
 
-    def fake_timer(run):
+    def fake_timer(runs):
         events.append(("timer", None))
-        return 1.0
+        return [1.0] * len(runs)
 
     record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, fake_timer)
     kinds = [kind for kind, _ in events]
-    assert kinds == ["launch"] * 4 + ["timer"] * 4, kinds  # the heuristic (512, 1) and the three runners-up
+    assert kinds == ["launch"] * 4 + ["timer"], kinds  # the heuristic (512, 1) and the three runners-up, then one timing of all
     assert [tile for _, tile in events[:4]] == [(512, 1), (128, 1), (256, 1), (1024, 1)]
     assert len(record["timed"]) == 4 and not record["dropped"]
 
@@ -219,7 +220,7 @@ def test_the_builds_stop_at_half_the_budget_and_the_heuristic_is_always_timed(mo
     monkeypatch.setattr(submission, "CANDIDATES", [(128, 1), (256, 1)])
     monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
     monkeypatch.setattr(submission, "TUNE_BUDGET_S", 0.0)
-    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, lambda run: run() or 1.0)
+    record = submission.search_record(("cpu", 1, 3, 300, 4), x, weight, bias, lambda runs: [run() or 1.0 for run in runs])
     assert [config for config, _ in record["timed"]] == [(512, 1, None)]
     assert record["dropped"] == [((128, 1, None), "over the time budget"), ((256, 1, None), "over the time budget")]
 
@@ -227,7 +228,7 @@ def test_the_builds_stop_at_half_the_budget_and_the_heuristic_is_always_timed(mo
 def test_the_search_drops_every_cuda_tile_with_its_reason_where_the_cuda_kernel_does_not_serve():
     """S = 37 is no whole number of 16-byte groups: on the GPU as on the CPU, the CUDA tiles are dropped."""
     x, weight, bias = make_inputs(1, 3, 37, 4, seed=5)
-    record = submission.search_record(("cpu", 1, 3, 37, 4), x, weight, bias, lambda run: run() or 1.0)
+    record = submission.search_record(("cpu", 1, 3, 37, 4), x, weight, bias, lambda runs: [run() or 1.0 for run in runs])
     dropped = dict(record["dropped"])
     assert {c for c in dropped if c[2] == submission.CUDA} == {(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES}
     assert set(dropped.values()) == {"the CUDA kernel does not serve this input"}
@@ -362,7 +363,7 @@ def test_a_control_file_that_does_not_build_is_dropped_in_one_line_without_its_r
     monkeypatch.setattr(submission, "launch", launch)
 
     def fake_timer_of(device):
-        return lambda run: run() or 1.0
+        return lambda runs: [run() or 1.0 for run in runs]
 
     record, printed, _ = _search_with_a_broken_control_file(tmp_path, monkeypatch, capfd, (1, 3, 300, 4), fake_timer_of)
     _assert_the_broken_control_file_is_one_dropped_line(record, printed, 0 if DEVICE == "cuda" else len(submission.CUDA_CANDIDATES))  # CPU tensors: no CUDA kernel
@@ -401,9 +402,9 @@ def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch
     just_faster = {heuristic[0]: 10.0, 128: 10.0 * (1 - submission.TUNE_MARGIN / 2)}
     calls = []
 
-    def timer(run):
-        calls.append(run)
-        return list(just_faster.values())[len(calls) - 1]
+    def timer(runs):
+        calls.extend(runs)
+        return list(just_faster.values())[:len(runs)]
 
     record = submission.search_record(("cpu", 1, 2, 300, 4), x, weight, bias, timer)
     assert record["pick"] == (*heuristic, None) and record["fastest"] == (128, 1, None) and len(calls) == 2
