@@ -326,7 +326,9 @@ def graph_timer(device):
     state while they are timed falls on every run alike: on the H200 a fresh process timed its first
     candidate at the sweep's value and every later one 1.5-4% slow when each was timed whole in turn
     (results/NOTES.md v11c). Before the first sample the GPU is kept busy for WARM_UP_S, and each sample
-    alternates which graph runs first, so a drift falls on both graphs alike."""
+    alternates which graph runs first, so a drift falls on both graphs alike. A flush is queued before
+    each sample's first mark, so neither graph's launch latency falls inside its interval (the full graph
+    has twice the flush graph's nodes; without it the timer read 2.2% over the protocol, run27)."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
 
     def capture(run, calls):
@@ -351,6 +353,7 @@ def graph_timer(device):
         for sample in range(samples):
             for full, times in zip(fulls, timings):
                 order = (flush_only, full) if sample % 2 == 0 else (full, flush_only)
+                flush.zero_()  # the lead-in: the GPU is busy while both graphs are submitted
                 marks[0].record()
                 order[0].replay()
                 marks[1].record()
