@@ -325,10 +325,9 @@ def graph_timer(device):
     The runs' samples interleave (sample s of every run, then s + 1), so whatever changes in the GPU's
     state while they are timed falls on every run alike: on the H200 a fresh process timed its first
     candidate at the sweep's value and every later one 1.5-4% slow when each was timed whole in turn
-    (results/NOTES.md v11c). Before the first sample the GPU is kept busy for WARM_UP_S, and each sample
-    alternates which graph runs first, so a drift falls on both graphs alike. A flush is queued before
-    each sample's first mark, so neither graph's launch latency falls inside its interval (the full graph
-    has twice the flush graph's nodes; without it the timer read 2.2% over the protocol, run27)."""
+    (results/NOTES.md v11c). Before the first sample the GPU is kept busy for WARM_UP_S. In every sample
+    the flush graph runs first, as in the protocol: on the H200 the full graph read 0.2-0.45 us a call
+    slower when it ran first (NOTES v13)."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
 
     def capture(run, calls):
@@ -350,19 +349,15 @@ def graph_timer(device):
             torch.cuda.synchronize()
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         timings = [[] for _ in runs]
-        for sample in range(samples):
+        for _ in range(samples):
             for full, times in zip(fulls, timings):
-                order = (flush_only, full) if sample % 2 == 0 else (full, flush_only)
-                flush.zero_()  # the lead-in: the GPU is busy while both graphs are submitted
                 marks[0].record()
-                order[0].replay()
+                flush_only.replay()
                 marks[1].record()
-                order[1].replay()
+                full.replay()
                 marks[2].record()
                 marks[2].synchronize()
-                first_ms, second_ms = marks[0].elapsed_time(marks[1]), marks[1].elapsed_time(marks[2])
-                full_ms, flush_ms = (second_ms, first_ms) if sample % 2 == 0 else (first_ms, second_ms)
-                times.append((full_ms - flush_ms) * 1e3 / calls)
+                times.append((marks[1].elapsed_time(marks[2]) - marks[0].elapsed_time(marks[1])) * 1e3 / calls)
         return [(sorted(t)[(samples - 1) // 2] + sorted(t)[samples // 2]) / 2 for t in timings]
     return timed_us
 

@@ -23,7 +23,9 @@ from task import input_t, output_t
 GROUP = 4  # fp32 elements in one 16-byte access
 
 # Hard-coded per task shape, as the Helion rules require (the runner forbids autotuning): the picks
-# of `python scripts/cli.py helion-tune` on an H200 with Helion 0.3.3. (B, D, S, W) -> config.
+# of `python scripts/cli.py helion-tune` on an H200 with Helion 0.3.3, its search's pick timed beside
+# one-row tiles (the three leaderboard shapes: run28, results/nvidia-h200/probe_run28.json).
+# (B, D, S, W) -> config.
 # <configs>
 SHAPE_CONFIGS = {
     (1, 64, 64, 4): {
@@ -90,67 +92,16 @@ SHAPE_CONFIGS = {
         'pid_type': 'flat',
     },
     (1, 1536, 2048, 4): {
-        'block_sizes': [4, 128],
-        'loop_orders': [[1, 0]],
-        'l2_groupings': [1],
-        'range_unroll_factors': [0],
-        'range_warp_specializes': [],
-        'range_num_stages': [0],
-        'range_multi_buffers': [None],
-        'range_flattens': [None],
-        'load_eviction_policies': [
-            '', '', '', '', '', 'first', '', '', '', '', '', '', '', '', '', '', '', '', 'last',
-        ],
+        'block_sizes': [1, 512],
         'num_warps': 1,
-        'num_stages': 1,
-        'indexing': [
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
-            'pointer', 'pointer', 'pointer', 'pointer',
-        ],
-        'pid_type': 'flat',
     },
     (1, 2560, 2048, 4): {
-        'block_sizes': [1, 256],
-        'loop_orders': [[1, 0]],
-        'l2_groupings': [1],
-        'range_unroll_factors': [0],
-        'range_warp_specializes': [],
-        'range_num_stages': [0],
-        'range_multi_buffers': [None],
-        'range_flattens': [None],
-        'load_eviction_policies': [
-            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
-        ],
-        'num_warps': 4,
-        'num_stages': 1,
-        'indexing': [
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
-            'pointer', 'tensor_descriptor', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
-        ],
-        'pid_type': 'flat',
+        'block_sizes': [1, 512],
+        'num_warps': 1,
     },
     (1, 2560, 4096, 4): {
-        'block_sizes': [1, 256],
-        'loop_orders': [[0, 1]],
-        'l2_groupings': [1],
-        'range_unroll_factors': [0],
-        'range_warp_specializes': [],
-        'range_num_stages': [0],
-        'range_multi_buffers': [None],
-        'range_flattens': [None],
-        'load_eviction_policies': [
-            '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '', '',
-        ],
+        'block_sizes': [1, 1024],
         'num_warps': 2,
-        'num_stages': 1,
-        'indexing': [
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'tensor_descriptor', 'pointer', 'pointer',
-            'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer', 'pointer',
-            'pointer', 'tensor_descriptor', 'pointer', 'tensor_descriptor',
-        ],
-        'pid_type': 'flat',
     },
     (2, 128, 128, 4): {
         'block_sizes': [32, 2],

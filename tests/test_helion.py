@@ -5,6 +5,7 @@ kernel call here happens in a child process with HELION_INTERPRET=1 and no TRITO
 """
 import importlib.util
 import json
+import math
 import os
 import re
 import subprocess
@@ -167,3 +168,34 @@ def test_helion_tune_dry_run_writes_nothing(tmp_path, monkeypatch):
     assert (sorted(results.rglob("*")) if results.exists() else []) == listed
     refused = CliRunner().invoke(cli.cli, ["helion-tune", "--dry-run", "--out", str(tmp_path / "o")])
     assert refused.exit_code != 0 and "takes no --out" in refused.output and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("groups, widest", [(16, 16), (128, 128), (300, 512), (512, 512), (1024, 1024), (2048, 1024)])
+def test_row_tiles_fit_the_row_rounded_up_to_a_power_of_two(groups, widest):
+    from scripts import helion_autotune
+
+    tiles = helion_autotune.row_tiles(groups)
+    assert tiles and max(tile["block_sizes"][1] for tile in tiles) == widest
+    assert all(tile["block_sizes"][0] == 1 for tile in tiles)
+    assert len({str(tile) for tile in tiles}) == len(tiles)  # a narrow row folds the wider tiles into one
+
+
+def test_the_fastest_config_that_builds_and_checks_is_kept():
+    """The search's pick is kept only where it beats the row tiles; a config that fails to build or to
+    match is timed as inf and never chosen, however fast its timer would say it is."""
+    from scripts import helion_autotune
+
+    speed = {"pick": 2.0, "broken": 0.1, "wrong": 0.2, "row": 1.5, "slow": 3.0}
+
+    def build(config):
+        if config["name"] == "broken":
+            raise RuntimeError("does not compile")
+        return lambda: config["name"]
+
+    best, timed = helion_autotune.fastest_config(
+        [{"name": name} for name in speed], build, check=lambda out: out != "wrong", timer=lambda call: speed[call()])
+    assert best == {"name": "row"}
+    assert [ms for _, ms in timed] == [2.0, math.inf, math.inf, 1.5, 3.0]
+    alone, _ = helion_autotune.fastest_config([{"name": "pick"}], build, check=lambda out: True,
+                                              timer=lambda call: speed[call()])
+    assert alone == {"name": "pick"}
