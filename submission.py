@@ -388,8 +388,9 @@ def check_candidate(config, x, weight, bias, out, expected) -> str:
 
 def search_record(key, x, weight, bias, timer) -> dict:
     """Check every candidate (it builds and matches the formula on this input), then time the ones that
-    passed together, their samples interleaved (timer(runs) -> microseconds a run); the fastest wins if it beats the heuristic by more than TUNE_MARGIN. Returns
-    the record: the pick, each timed candidate's microseconds, and each dropped candidate with why.
+    passed together, their samples interleaved (timer(runs) -> microseconds a run); the fastest wins if it
+    beats the heuristic by more than TUNE_MARGIN. Returns the record: the pick, each timed candidate's
+    microseconds, and each dropped candidate with why.
 
     Builds come first, so none leaves the GPU idle between samples (each takes up to a second), and
     the timing interleaves the candidates' samples: on the H200 every candidate timed whole after the
