@@ -16,7 +16,9 @@ The same arithmetic is also written in CUDA C++ (built at run time by NVRTC thro
 compiler on PATH needed): each thread loads its groups once and takes the W - 1 left neighbours
 from the lanes to its left by warp shuffle, so it holds fewer registers at wide tiles. Its unit is
 the warp, not the block: where a row is shorter than a block, one block covers several rows, so the
-copy's fastest tiles leave no lane idle on short rows. It is a candidate, never the default: it runs
+copy's fastest tiles leave no lane idle on short rows. A second build of it loads x evict-first
+(PTX .cs, in L1 and L2): x is read once, so the lines it brings in are the first to go, and lines
+that others left dirty in the L2 stay unwritten for longer. It is a candidate, never the default: it runs
 only where the first-call search timed it faster.
 
 The tile (BLOCK outputs, num_warps, and how it is built) comes from a measured table where one
@@ -43,8 +45,11 @@ import triton.language as tl
 from task import input_t, output_t
 
 # A config is (BLOCK, num_warps, build): build None is the Triton kernel as it is, CUDA the CUDA kernel,
-# any other string ptxas options for the Triton kernel (a PTXAS control file).
+# CUDA_EF the CUDA kernel with evict-first loads of x, any other string ptxas options for the Triton
+# kernel (a PTXAS control file).
 CUDA = "cuda"
+CUDA_EF = "cuda-ef"
+CUDA_BUILDS = (CUDA, CUDA_EF)
 # Measured exceptions to the heuristic: (gpu, B, D, S, W) -> (BLOCK, num_warps[, build]), written by
 # `python scripts/cli.py tune`, which keeps only the shapes where the heuristic lost. BLOCK: outputs
 # per program along S. On the H200 the heuristic won every leaderboard case (results/NOTES.md, v2).
@@ -65,11 +70,13 @@ MAX_ACF = 3  # control files tried on the heuristic tile, so the CUDA tiles keep
 # outputs); fewer starves the loads in flight, more leaves too few programs for the small cases.
 TILES = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
          if 8 <= block // (32 * warps) <= 64]
-CONFIG_SPACE = TILES + [(block, warps, CUDA) for block, warps in TILES]
+CONFIG_SPACE = TILES + [(block, warps, build) for build in CUDA_BUILDS for block, warps in TILES]
 # The H200 sweeps' runners-up, best first (Triton: run20; CUDA: run23, results/nvidia-h200/tiles_run23.json, each the
-# best or within 1% of it on some case); the heuristic always goes first.
+# best or within 1% of it on some case; CUDA_EF: run32, where evict-first loads won on the S = 2048 cases);
+# the heuristic always goes first.
 CANDIDATES = [(4096, 8), (2048, 4), (1024, 2), (512, 1)]
-CUDA_CANDIDATES = [(4096, 2), (2048, 1), (1024, 2), (1024, 4), (512, 1), (2048, 2)]
+CUDA_CANDIDATES = [(4096, 2, CUDA), (2048, 1, CUDA), (4096, 2, CUDA_EF), (2048, 1, CUDA_EF),
+                   (1024, 2, CUDA), (1024, 4, CUDA), (512, 1, CUDA), (2048, 2, CUDA)]
 # PTXAS Advanced Controls Files that only the B200 runner has; each joins the list on the heuristic tile.
 ACF_GLOB = "/opt/booster_pack/*.acf"
 # reference.py's tolerance, by its names there (this file travels alone, so it cannot import them)
@@ -136,12 +143,20 @@ def causal_conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, chunks_per_row,
 
 
 CUDA_SOURCE = r"""
+// Zeros where not valid. asm volatile keeps every group's load ahead of the first shuffle that waits on
+// one, and the zero fill keeps ptxas from sinking a load beside its first use (results/NOTES.md v17).
+// EF: evict-first in L1 and L2 (.cs), since each group of x is read once.
+template <bool EF>
 __device__ __forceinline__ float4 load_group(const float4* p, bool valid) {
-  // asm volatile keeps every group's load ahead of the first shuffle that waits on one
   float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
-               " @p ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
-               : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w) : "l"(p), "r"((int)valid));
+  if (EF)
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+                 " @p ld.global.cs.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
+                 : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w) : "l"(p), "r"((int)valid));
+  else
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+                 " @p ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n}\n"
+                 : "+f"(v.x), "+f"(v.y), "+f"(v.z), "+f"(v.w) : "l"(p), "r"((int)valid));
   return v;
 }
 
@@ -155,7 +170,7 @@ __device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
 // where a row is shorter than a block the block covers several rows and no lane is left masked. Group
 // g - q of lane l is lane l - q's at the same v or, for the first q lanes, lane 32 - q + l's at v - 1;
 // only at v = 0 do lanes < q load it (the groups just before the warp's span).
-template <int W, int V>
+template <int W, int V, bool EF>
 __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* __restrict__ weight,
                                       const float* __restrict__ bias, float* __restrict__ out,
                                       int D, int S, int spans_per_row, int spans) {
@@ -177,10 +192,10 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
   const float b = bias[d];
   float4 cur[V];
 #pragma unroll
-  for (int v = 0; v < V; ++v) cur[v] = load_group(x_row + first + 32 * v, 32 * v < ahead);
+  for (int v = 0; v < V; ++v) cur[v] = load_group<EF>(x_row + first + 32 * v, 32 * v < ahead);
   float4 edge[Q > 0 ? Q : 1];
 #pragma unroll
-  for (int q = 1; q <= Q; ++q) edge[q - 1] = load_group(x_row + first - q, lane < q && first - q >= 0 && first - q < groups);
+  for (int q = 1; q <= Q; ++q) edge[q - 1] = load_group<EF>(x_row + first - q, lane < q && first - q >= 0 && first - q < groups);
 
 #pragma unroll
   for (int v = 0; v < V; ++v) {
@@ -213,10 +228,10 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
 
 
 @functools.lru_cache(maxsize=None)
-def cuda_kernel(device_index: int, W: int, V: int):
-    """The CUDA kernel for one width and groups a thread, built by NVRTC once per process and device."""
+def cuda_kernel(device_index: int, W: int, V: int, evict_first: bool):
+    """The CUDA kernel for one width, groups a thread and load hint, built by NVRTC once per process and device."""
     with torch.cuda.device(device_index):
-        return torch.cuda._compile_kernel(CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}>")
+        return torch.cuda._compile_kernel(CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}>")
 
 
 def cuda_serves(x, weight, out) -> bool:
@@ -225,13 +240,13 @@ def cuda_serves(x, weight, out) -> bool:
             and weight.shape[1] <= 129 and hasattr(torch.cuda, "_compile_kernel"))
 
 
-def launch_cuda(x, weight, bias, out, block: int, num_warps: int) -> None:
+def launch_cuda(x, weight, bias, out, block: int, num_warps: int, evict_first: bool = False) -> None:
     """BLOCK outputs a block of num_warps warps: V groups of 4 a thread, a warp's V * 128 outputs in one row."""
     B, D, S = x.shape
     V = max(1, block // (128 * num_warps))
     spans_per_row = -(-S // (128 * V))
     spans = B * D * spans_per_row
-    cuda_kernel(x.device.index or 0, weight.shape[1], V)(
+    cuda_kernel(x.device.index or 0, weight.shape[1], V, evict_first)(
         grid=(-(-spans // num_warps), 1, 1), block=(32 * num_warps, 1, 1),
         args=[x, weight, bias, out, D, S, spans_per_row, spans])
 
@@ -257,10 +272,10 @@ def heuristic_config(B: int, D: int, S: int, W: int) -> tuple[int, int]:
 
 
 def launch(x, weight, bias, out, block: int, num_warps: int, build: str | None = None) -> None:
-    """One config: the CUDA kernel where build is CUDA and it serves these tensors, else the Triton one."""
-    if build == CUDA:
+    """One config: the CUDA kernel where build is one of CUDA_BUILDS and it serves these tensors, else the Triton one."""
+    if build in CUDA_BUILDS:
         if cuda_serves(x, weight, out):
-            return launch_cuda(x, weight, bias, out, block, num_warps)
+            return launch_cuda(x, weight, bias, out, block, num_warps, build == CUDA_EF)
         build = None
     B, D, S = x.shape
     chunks_per_row = triton.cdiv(S, block)
@@ -303,7 +318,7 @@ def tune_candidates(B: int, D: int, S: int, W: int) -> list[tuple[int, int, str 
     tiles, then the Triton runners-up."""
     base = heuristic_config(B, D, S, W)
     acf = [(*base, f"--apply-controls {path}") for path in sorted(glob.glob(ACF_GLOB))][:MAX_ACF]
-    cuda = [(block, warps, CUDA) for block, warps in CUDA_CANDIDATES]
+    cuda = list(CUDA_CANDIDATES)
     others = [(block, warps, None) for block, warps in CANDIDATES if (block, warps) != base]
     return ([(*base, None)] + acf + cuda + others)[:MAX_CANDIDATES]
 
@@ -363,7 +378,7 @@ def graph_timer(device):
 
 
 def config_name(config) -> str:
-    """(BLOCK, num_warps, build) -> '1024/1', '1024/1 cuda', or with the control file's name where one is applied."""
+    """(BLOCK, num_warps, build) -> '1024/1', '1024/1 cuda', '1024/1 cuda-ef', or with the control file's name where one is applied."""
     block, warps, build = config
     return f"{block}/{warps}" + (f" {os.path.basename(build.split()[-1])}" if build else "")
 
@@ -371,7 +386,7 @@ def config_name(config) -> str:
 def check_candidate(config, x, weight, bias, out, expected) -> str:
     """'' where the config builds, runs and matches the formula on this input (out is written), else why not."""
     out.fill_(math.nan)  # poisoned: an unwritten element fails the check
-    if config[2] == CUDA and not cuda_serves(x, weight, out):  # it would time the Triton tile twice
+    if config[2] in CUDA_BUILDS and not cuda_serves(x, weight, out):  # it would time the Triton tile twice
         return "the CUDA kernel does not serve this input"
     try:
         # Triton prints a failed build's whole PTX reproducer to stdout; a dropped candidate is one line

@@ -9,21 +9,31 @@ import triton.language as tl
 # (elements per program, num_warps) of the plain Triton copies: the fastest of them, case by case,
 # is the floor every kernel is held against (4096/4 was the fastest on the H200, 2026-12-02).
 COPY_TILES = [(1024, 1), (2048, 2), (4096, 4), (8192, 8)]
+# The same copy with x loaded evict-first, at the tiles where it was fastest (H200 run32: 1.4-2.1% under
+# the plain copies on the S = 2048 cases, since fewer of the lines the flush left dirty are written back
+# inside the call). The floor holds them because a kernel may load x so too (submission.py's cuda-ef).
+EVICT_FIRST_COPY_TILES = [(4096, 2), (4096, 4)]
 
 
 @triton.jit
-def _copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+def _copy_kernel(src, dst, n, BLOCK: tl.constexpr, EVICT_FIRST: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
-    tl.store(dst + offsets, tl.load(src + offsets, mask=mask), mask=mask)
+    if EVICT_FIRST:
+        values = tl.load(src + offsets, mask=mask, eviction_policy="evict_first")
+    else:
+        values = tl.load(src + offsets, mask=mask)
+    tl.store(dst + offsets, values, mask=mask)
 
 
-def triton_copy(block: int, num_warps: int):
-    """A plain Triton copy of x, `block` elements a program: the bytes of the task, none of its arithmetic."""
+def triton_copy(block: int, num_warps: int, evict_first: bool = False):
+    """A Triton copy of x, `block` elements a program: the bytes of the task, none of its arithmetic;
+    with evict_first, x's loads carry that L2 eviction hint."""
     def copy(data):
         x = data[0]
         out = torch.empty_like(x)
-        _copy_kernel[(triton.cdiv(x.numel(), block),)](x, out, x.numel(), BLOCK=block, num_warps=num_warps)
+        _copy_kernel[(triton.cdiv(x.numel(), block),)](x, out, x.numel(), BLOCK=block, EVICT_FIRST=evict_first,
+                                                      num_warps=num_warps)
         return out
     return copy
 
@@ -70,8 +80,8 @@ def tma_copy_name(rows: int, block: int, num_warps: int, num_stages: int, per_sm
     return f"tma_copy_{rows}x{block}_{num_warps}w_{num_stages}s_{per_sm}sm"
 
 
-def copy_name(block: int, num_warps: int) -> str:
-    return f"triton_copy_{block}_{num_warps}"
+def copy_name(block: int, num_warps: int, evict_first: bool = False) -> str:
+    return f"triton_copy_{'evict_first_' if evict_first else ''}{block}_{num_warps}"
 
 
 def torch_copy(data):

@@ -52,8 +52,9 @@ def check_impl(fn, args: dict) -> str:
 
 def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
     """{name: {case: (BLOCK, num_warps)}} for each of ours whose file offers tile_for(data), the tile its
-    kernel launches there (tile_for makes the choice a first call makes, search included); a Triton copy
-    at each such tile joins `impls` (kind copy) unless one is there, so it is timed in the same rounds."""
+    kernel launches there (tile_for makes the choice a first call makes, search included); Triton copies
+    at each such tile, plain and with x loaded evict-first, join `impls` (kind copy) unless there, so they
+    are timed in the same rounds; the faster of the two is the same-tile copy."""
     import reference
 
     ran = {}
@@ -68,7 +69,8 @@ def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
             except Exception:  # its check reports the failure; no tile to set beside it
                 continue
             ran.setdefault(name, {})[harness.case_label(args)] = tile
-            impls.setdefault(baselines.copy_name(*tile), ("copy", baselines.triton_copy(*tile)))
+            for evict_first in (False, True):
+                impls.setdefault(baselines.copy_name(*tile, evict_first), ("copy", baselines.triton_copy(*tile, evict_first)))
     return ran
 
 
@@ -133,7 +135,8 @@ def summarize(results: dict, cases: list[dict], impls: dict, ran: dict | None = 
                        "per_case_vs_floor": _ratios(times, per_case[FLOOR])}
         same_tile = {}
         for case, tile in (ran or {}).get(name, {}).items():
-            copy_us = per_case.get(baselines.copy_name(*tile), {}).get(case)
+            copy_us = min((us for us in (per_case.get(baselines.copy_name(*tile, ef), {}).get(case) for ef in (False, True))
+                           if us), default=None)
             same_tile[case] = {"tile": list(tile), "copy_us": copy_us,
                                "vs_same_tile_copy": times[case] / copy_us if times.get(case) and copy_us else None}
         if same_tile:

@@ -107,6 +107,8 @@ def copies() -> list[Impl]:
     found = [Impl(TORCH_COPY, "copy", lambda: baselines.torch_copy)]
     found += [Impl(baselines.copy_name(block, warps), "copy", lambda b=block, w=warps: baselines.triton_copy(b, w))
               for block, warps in baselines.COPY_TILES]
+    found += [Impl(baselines.copy_name(block, warps, True), "copy", lambda b=block, w=warps: baselines.triton_copy(b, w, True))
+              for block, warps in baselines.EVICT_FIRST_COPY_TILES]
     found += [Impl(baselines.tma_copy_name(*tile), "copy", lambda t=tile: baselines.tma_copy(*t))
               for tile in baselines.TMA_COPY_TILES]
     return found

@@ -187,6 +187,21 @@ def test_tiles_loads_the_tiled_kernel_files_counts_their_timings_and_refuses_one
 
     modules = tiles.load_modules([ROOT / "submission.py"])
     space = modules["submission"].CONFIG_SPACE
-    assert tiles.timings_count(modules, [{}, {}], rounds=3) == 3 * 2 * (len({c[:2] for c in space}) + len(space))
+    # a plain copy and an evict-first one at each distinct tile, then every config
+    assert tiles.timings_count(modules, [{}, {}], rounds=3) == 3 * 2 * (2 * len({c[:2] for c in space}) + len(space))
     with pytest.raises(ValueError, match="no_search.py defines no CONFIG_SPACE"):
         tiles.load_modules([ROOT / "variants" / "no_search.py"])
+
+
+def test_tiles_holds_each_config_against_the_faster_of_its_two_same_tile_copies_and_the_floor_against_all():
+    from scripts import tiles
+
+    results = {"1x2x40x4": {"copies": {(1024, 1): 10.0, (1024, 1, tiles.EVICT_FIRST): 9.0, (4096, 2): 8.0,
+                                       (4096, 2, tiles.EVICT_FIRST): 8.8},
+                            "errors": {}, "submission": {(1024, 1, None): 9.9, (4096, 2, "cuda-ef"): 8.4}}}
+    entry = tiles.summarize(results)["1x2x40x4"]
+    assert entry["floor_us"] == 8.0 and entry["floor_tile"] == (4096, 2)
+    kernel = entry["kernels"]["submission"]
+    assert kernel["best"] == [4096, 2, "cuda-ef"] and kernel["best_vs_same_tile_copy"] == pytest.approx(8.4 / 8.0)
+    assert kernel["configs"]["1024/1"]["vs_same_tile_copy"] == pytest.approx(9.9 / 9.0)  # the evict-first copy was faster
+    assert entry["copies"]["1024/1 evict_first"] == 9.0 and "floor 8.00 us (copy 4096/2)" in tiles.format_table({"c": entry})

@@ -99,7 +99,7 @@ def test_config_table_holds_only_exceptions_to_the_heuristic():
         block, warps, build = (*config, None)[:3]
         assert isinstance(gpu, str) and min(B, D, S, W) >= 1
         assert block & (block - 1) == 0 and block >= 64, key
-        assert warps in (1, 2, 4, 8) and build in (None, submission.CUDA), key
+        assert warps in (1, 2, 4, 8) and build in (None, *submission.CUDA_BUILDS), key
         assert (block, warps, build) != (*submission.heuristic_config(B, D, S, W), None), f"{key} repeats the heuristic"
 
 
@@ -130,34 +130,39 @@ def test_candidates_put_the_heuristic_first_then_three_acf_files_then_the_cuda_t
     assert len(candidates) == submission.MAX_CANDIDATES and len(set(candidates)) == len(candidates)
     assert candidates[0] == (1024, 1, None)
     assert candidates[1:4] == [(1024, 1, f"--apply-controls {tmp_path / n}") for n in names[:3]]
-    cuda = [c for c in candidates if c[2] == submission.CUDA]
-    assert cuda == [(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES] and candidates[4] == cuda[0]
+    cuda = [c for c in candidates if c[2] in submission.CUDA_BUILDS]
+    assert cuda == submission.CUDA_CANDIDATES[:len(cuda)] and candidates[4] == cuda[0]
     monkeypatch.setattr(submission, "ACF_GLOB", str(tmp_path / "none" / "*.acf"))
-    assert all(build in (None, submission.CUDA) for _, _, build in submission.tune_candidates(1, 2560, 4096, 4))
+    without_acf = submission.tune_candidates(1, 2560, 4096, 4)
+    assert all(build in (None, *submission.CUDA_BUILDS) for _, _, build in without_acf)
+    assert [c for c in without_acf if c[2] in submission.CUDA_BUILDS] == submission.CUDA_CANDIDATES  # all of them
+    assert {build for _, _, build in submission.CUDA_CANDIDATES} == set(submission.CUDA_BUILDS)
 
 
-def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve():
+@pytest.mark.parametrize("build", submission.CUDA_BUILDS)
+def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve(build):
     """On the CPU (the interpreter) and on rows that are not whole 16-byte groups, a CUDA config runs
     the Triton kernel at the same tile, so a pick made on one input is right on any other of its shape."""
     for B, D, S, W in [(1, 3, 300, 4), (1, 3, 37, 4)]:
         x, weight, bias = make_inputs(B, D, S, W, seed=S)
         out = torch.full_like(x, float("nan"))
-        submission.launch(x, weight, bias, out, 256, 1, submission.CUDA)
+        submission.launch(x, weight, bias, out, 256, 1, build)
         torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA kernel, built by NVRTC); none is visible")
+@pytest.mark.parametrize("evict_first", [False, True], ids=["plain-loads", "evict-first-loads"])
 @pytest.mark.parametrize("W", [1, 2, 3, 4, 5, 8, 13])
-def test_on_the_gpu_the_cuda_kernel_is_exact_at_every_tile(W):
+def test_on_the_gpu_the_cuda_kernel_is_exact_at_every_tile(W, evict_first):
     """Rows longer than a block, rows shorter than one (a block spans several rows, channels and batches),
-    rows that end inside a warp's span, and a last block with spare warps."""
+    rows that end inside a warp's span, and a last block with spare warps; both load hints."""
     for B, D, S in [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048), (1, 3, 1000)]:
         x, weight, bias = make_inputs(B, D, S, W, seed=S + W)
         expected = conv_float64(x, weight, bias)
         for block, warps in submission.TILES:
             out = torch.full_like(x, float("nan"))
             assert submission.cuda_serves(x, weight, out)
-            submission.launch_cuda(x, weight, bias, out, block, warps)
+            submission.launch_cuda(x, weight, bias, out, block, warps, evict_first)
             torch.testing.assert_close(out.double().cpu(), expected, rtol=1e-4, atol=1e-4,
                                        msg=lambda m: f"{block}/{warps} on {B}x{D}x{S}x{W}: {m}")
 
@@ -230,7 +235,7 @@ def test_the_search_drops_every_cuda_tile_with_its_reason_where_the_cuda_kernel_
     x, weight, bias = make_inputs(1, 3, 37, 4, seed=5)
     record = submission.search_record(("cpu", 1, 3, 37, 4), x, weight, bias, lambda runs: [run() or 1.0 for run in runs])
     dropped = dict(record["dropped"])
-    assert {c for c in dropped if c[2] == submission.CUDA} == {(b, w, submission.CUDA) for b, w in submission.CUDA_CANDIDATES}
+    assert {c for c in dropped if c[2] in submission.CUDA_BUILDS} == set(submission.CUDA_CANDIDATES)
     assert set(dropped.values()) == {"the CUDA kernel does not serve this input"}
     assert all(config[2] is None for config, _ in record["timed"])
 
