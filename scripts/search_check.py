@@ -95,13 +95,16 @@ def timed_vs_sweep(timed: dict, sweep_us: dict) -> dict:
 
 
 def format_table(results: dict, margin: float) -> str:
-    lines = [f"{'case':<16}{'picks (one a process)':<34}{'sweep best':<12}{'pick / best':<24}verdict"]
+    header = ("case", "picks (one a process)", "sweep best", "pick / best", "verdict")
+    rows = [header]
     for case, entry in results.items():
-        picks = ", ".join(configs.tile_label(p) for p in entry["picks"])
-        ratios = ", ".join(f"{r:.3f}" if r else "-" for r in entry["pick_vs_sweep_best"])
         why = ("holds" if entry["holds"] else
                "MISSED: the processes disagree" if not entry["agree"] else f"MISSED: over {1 + margin:.2f}x the best")
-        lines.append(f"{case:<16}{picks:<34}{configs.tile_label(entry['sweep_best']):<12}{ratios:<24}{why}")
+        rows.append((case, ", ".join(configs.tile_label(p) for p in entry["picks"]), configs.tile_label(entry["sweep_best"]),
+                     ", ".join(f"{r:.3f}" if r else "-" for r in entry["pick_vs_sweep_best"]), why))
+    # Each column as wide as its longest cell: three picks of a named build (4096/2 cuda-ef) run to 46 characters.
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(header) - 1)]
+    lines = ["".join(cell.ljust(w) for cell, w in zip(row, widths)) + row[-1] for row in rows]
     drift = [(case, entry["timed_vs_sweep"]) for case, entry in results.items() if entry.get("timed_vs_sweep")]
     if drift:
         lines.append("each process's timings over the sweep's, its first candidate / the median of the rest:")

@@ -57,3 +57,12 @@ def test_the_table_prints_each_process_first_candidate_and_rest_over_the_sweep()
     entry["timed_vs_sweep"] = [{"first": 0.999, "rest": 1.021}, {"first": 1.0, "rest": None}]
     table = search_check.format_table({"1x2560x4096": entry}, 0.01)
     assert "  1x2560x4096   0.999 / 1.021, 1.000 / -" in table.splitlines(), table
+
+
+def test_the_table_keeps_its_columns_apart_when_picks_name_long_builds():
+    sweep = {(4096, 2, "cuda-ef"): 10.0, (2048, 1, "cuda"): 10.05}
+    entry = search_check.verdict([(4096, 2, "cuda-ef")] * 3, sweep, margin=0.01)
+    header, row = search_check.format_table({"1x2560x4096": entry}, 0.01).splitlines()[:2]
+    picks = "4096/2 cuda-ef, 4096/2 cuda-ef, 4096/2 cuda-ef"
+    assert row.split("  ")[0] == "1x2560x4096" and f"  {picks}  " in row, row
+    assert row.index(picks) == header.index("picks") and row.index("1.000") == header.index("pick / best"), (header, row)
