@@ -40,7 +40,7 @@ SEAM_OFFERS = {
     "pick_line": "pick_line(record) -> the search's one line",
     "graph_timer": "graph_timer(device) -> timed_us(runs) -> [us a run]: the search's copy of the leaderboard's timing",
     "TUNE_ENV": "the environment variable that switches the first-call search off (0)",
-    "TUNE_MARGIN": "fraction a tile must beat the heuristic by to be kept (search and tune)",
+    "TUNE_MARGIN": "fraction a candidate must beat every earlier one by to be picked (search), and a tile the heuristic by to be written (tune)",
     "TUNE_MIN_OUTPUTS": "outputs below which a first call does not search",
     "columns": "columns(group) -> an [N, 4] group's four columns: a Triton helper the variants build on",
     "add_taps": "add_taps(acc, cols, w_row, W, q, j) -> acc plus one group's taps: a Triton helper the variants build on",

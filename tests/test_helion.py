@@ -199,3 +199,33 @@ def test_the_fastest_config_that_builds_and_checks_is_kept():
     alone, _ = helion_autotune.fastest_config([{"name": "pick"}], build, check=lambda out: True,
                                               timer=lambda call: speed[call()])
     assert alone == {"name": "pick"}
+
+
+CODEGEN_CHILD = r"""
+import sys
+import torch, helion
+import eval as harness
+from variants import _helion_tile
+module = harness.load_submission(_helion_tile.HELION_SUBMISSION, "submission_helion")
+bound = helion.kernel(module.conv1d_groups, static_shapes=True).bind(
+    (torch.randn(64, 512, 4), torch.randn(64, 4), torch.randn(64)))
+policies = [""] * _helion_tile.LOADS_AT_W4
+policies[_helion_tile.X_GROUP], policies[_helion_tile.X_GROUP_BEFORE] = "first", "last"
+code = bound.to_triton_code(helion.Config(block_sizes=[1, 512], num_warps=1, load_eviction_policies=policies))
+print("\n".join(line.strip() for line in code.splitlines() if "tl.load(" in line))
+"""
+
+
+def test_the_helion_variants_load_numbering_is_helions():
+    """variants/_helion_tile.py names x's two loads by their place in Helion's list of loads; Helion's own
+    generated code (no GPU needed) must put the policies there, and the list must be that long."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
+    proc = subprocess.run([sys.executable, "-c", CODEGEN_CHILD], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loads = proc.stdout.splitlines()
+    from variants import _helion_tile
+    assert len(loads) == _helion_tile.LOADS_AT_W4, loads
+    hinted = [(index, line) for index, line in enumerate(loads) if "eviction_policy" in line]
+    assert [(index, line.split("(")[1].split(" ")[0], line.split("eviction_policy=")[1]) for index, line in hinted] == [
+        (_helion_tile.X_GROUP, "x4", "'evict_first')"), (_helion_tile.X_GROUP_BEFORE, "x4", "'evict_last')")], hinted
