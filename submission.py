@@ -333,6 +333,12 @@ def formula(x, weight, bias):
     return out
 
 
+def sample_orders(runs: int, samples: int) -> list[list[int]]:
+    """The order the runs are timed in, a list a sample: sample s starts at run s (mod runs), so no run
+    is timed first in more than one sample of every `runs`, and each holds each place alike."""
+    return [[(sample + place) % runs for place in range(runs)] for sample in range(samples)]
+
+
 def graph_timer(device):
     """The leaderboard's timing in small, for several runs at once: per run a graph of 100 (flush; call),
     one graph of 100 flushes, the difference, the median of six samples.
@@ -340,9 +346,11 @@ def graph_timer(device):
     The runs' samples interleave (sample s of every run, then s + 1), so whatever changes in the GPU's
     state while they are timed falls on every run alike: on the H200 a fresh process timed its first
     candidate at the sweep's value and every later one 1.5-4% slow when each was timed whole in turn
-    (results/NOTES.md v11c). Before the first sample the GPU is kept busy for WARM_UP_S. In every sample
-    the flush graph runs first, as in the protocol: on the H200 the full graph read 0.2-0.45 us a call
-    slower when it ran first (NOTES v13)."""
+    (results/NOTES.md v11c). Interleaved, the run timed first in every sample still read 1.6% faster than
+    the rest in one process of three (run36), so each sample starts one run later (sample_orders) and
+    the median drops the one sample a run had first. Before the first sample the GPU is kept busy for
+    WARM_UP_S. In every sample the flush graph runs first, as in the protocol: on the H200 the full
+    graph read 0.2-0.45 us a call slower when it ran first (NOTES v13)."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
 
     def capture(run, calls):
@@ -364,8 +372,9 @@ def graph_timer(device):
             torch.cuda.synchronize()
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         timings = [[] for _ in runs]
-        for _ in range(samples):
-            for full, times in zip(fulls, timings):
+        for order in sample_orders(len(runs), samples):
+            for index in order:
+                full, times = fulls[index], timings[index]
                 marks[0].record()
                 flush_only.replay()
                 marks[1].record()

@@ -431,3 +431,15 @@ def test_the_search_picks_the_first_candidate_within_the_margin_of_the_fastest(m
     monkeypatch.setattr(submission, "ACF_GLOB", "/nonexistent/*.acf")
     record = submission.search_record(("cpu", 1, 2, 300, 4), x, weight, bias, lambda runs: times[:len(runs)])
     assert len(record["timed"]) == 4 and record["pick"] == record["timed"][pick][0]
+
+
+@pytest.mark.parametrize("runs,samples", [(12, 6), (4, 6), (3, 3), (1, 6)], ids=["12-runs", "4-runs", "3-runs", "1-run"])
+def test_the_search_timer_starts_each_sample_one_run_later(runs, samples):
+    """Each sample times every run once, and the run timed first moves on by one a sample, so no run is
+    first in more samples than any other (the median then drops the one sample a run had first)."""
+    orders = submission.sample_orders(runs, samples)
+    assert len(orders) == samples and all(sorted(order) == list(range(runs)) for order in orders)
+    firsts = [order[0] for order in orders]
+    assert firsts == [sample % runs for sample in range(samples)]
+    counts = [firsts.count(run) for run in range(runs)]
+    assert max(counts) - min(counts) <= 1
