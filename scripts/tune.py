@@ -7,24 +7,28 @@ heuristic's pick by more than the submission's TUNE_MARGIN (scripts/configs.py r
 import eval as harness
 from scripts import configs
 
-def sweep(module, gpu: str, cases: list[dict], space, rep_ms: float, rounds: int = 1, progress=None) -> dict:
-    """{(B, D, S, W): {(BLOCK, num_warps): microseconds}}: each config timed `rounds` times, best kept."""
+def sweep(module, gpu: str, cases: list[dict], space, rep_ms: float, rounds: int = 1, progress=None,
+          statistic=min) -> dict:
+    """{(B, D, S, W): {config: microseconds}}: each config of space timed once a round, each round
+    starting one config later, and statistic (the best, by default) of its rounds kept."""
     import reference
 
     results = {}
     saved = dict(module.CONFIGS)
+    space = list(space)
     try:
         for args in cases:
             shape = (args["B"], args["D"], args["S"], args["W"])
             data = reference.generate_input(**args)
-            timings = results.setdefault(shape, {})
-            for _ in range(rounds):
-                for config in space:
+            timings = {config: [] for config in space}
+            for round_index in range(rounds):
+                start = round_index % max(1, len(space))
+                for config in space[start:] + space[:start]:
                     module.CONFIGS[(gpu, *shape)] = config
-                    us = harness.time_protocol(lambda: module.custom_kernel(data), rep_ms).mean / 1e3
-                    timings[config] = min(us, timings.get(config, float("inf")))
+                    timings[config].append(harness.time_protocol(lambda: module.custom_kernel(data), rep_ms).mean / 1e3)
                     if progress:
                         progress(1)
+            results[shape] = {config: statistic(us) for config, us in timings.items()}
     finally:
         module.CONFIGS.clear()
         module.CONFIGS.update(saved)

@@ -1,8 +1,10 @@
 """scripts/: the leaderboard loop. Plain functions first, then the CLI end to end with a fake popcorn."""
 import json
 import re
+import statistics
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -246,6 +248,24 @@ def fake_timer(fn, rep_ms):
     start = time.perf_counter()
     fn()
     return harness.calculate_stats([(time.perf_counter() - start) * 1e9] * 2)
+
+
+def test_the_sweep_starts_each_round_one_config_later_and_keeps_the_statistic_asked(monkeypatch):
+    """Rounds rotate, so no config is always timed first; min for tune, the median for search-check's re-timing."""
+    module = types.SimpleNamespace(CONFIGS={}, custom_kernel=lambda data: None)
+    order, draws = [], iter([5.0, 1.0, 3.0, 2.0, 9.0, 4.0, 6.0, 8.0, 7.0])
+
+    def timer(fn, rep_ms):
+        order.append(module.CONFIGS[("cpu", 1, 2, 40, 4)])
+        return harness.calculate_stats([next(draws) * 1e3] * 2)
+
+    monkeypatch.setattr(harness, "time_protocol", timer)
+    space = [(64, 1), (128, 1), (256, 1)]
+    got = tune.sweep(module, "cpu", [harness.parse_label("1x2x40x4")], space, rep_ms=1, rounds=3,
+                     statistic=statistics.median)
+    assert order == space + space[1:] + space[:1] + space[2:] + space[:2]
+    assert got == {(1, 2, 40, 4): {(64, 1): 5.0, (128, 1): 2.0, (256, 1): 6.0}}
+    assert module.CONFIGS == {}
 
 
 def test_tune_sweeps_rewrites_only_exceptions_and_restores(tmp_path, monkeypatch):

@@ -1,4 +1,7 @@
 """search-check's bookkeeping on the CPU: the verdict, and fresh processes that fail or answer."""
+import statistics
+import types
+
 import pytest
 
 import submission
@@ -18,9 +21,9 @@ SWEEP = {(1024, 1): 10.0, (2048, 4): 9.95, (4096, 8): 10.3, (4096, 2, "cuda"): 9
 def test_verdict(picks, agree, holds):
     entry = search_check.verdict(picks, SWEEP, margin=0.01)
     assert entry["agree"] is agree and entry["holds"] is holds
-    assert entry["sweep_best"] == [2048, 4] and entry["sweep_best_us"] == 9.95
+    assert entry["best"] == [2048, 4] and entry["best_us"] == 9.95
     key = tuple(v for v in picks[0] if v is not None)
-    assert entry["pick_vs_sweep_best"][0] == (pytest.approx(SWEEP[key] / 9.95) if key in SWEEP else None)
+    assert entry["pick_vs_best"][0] == (pytest.approx(SWEEP[key] / 9.95) if key in SWEEP else None)
     table = search_check.format_table({"1x2560x2048": entry}, 0.01)
     assert ("holds" if holds else "MISSED") in table.splitlines()[1]
 
@@ -66,3 +69,39 @@ def test_the_table_keeps_its_columns_apart_when_picks_name_long_builds():
     picks = "4096/2 cuda-ef, 4096/2 cuda-ef, 4096/2 cuda-ef"
     assert row.split("  ")[0] == "1x2560x4096" and f"  {picks}  " in row, row
     assert row.index(picks) == header.index("picks") and row.index("1.000") == header.index("pick / best"), (header, row)
+
+
+def test_the_finalists_are_the_sweeps_fastest_then_the_picks_it_can_time():
+    sweep = {(1024, 2, "cuda-ef"): 7.28, (2048, 1, "cuda-ef"): 7.33, (1024, 1, "cuda-ef"): 7.36, (4096, 2, "cuda-ef"): 7.53,
+             (1024, 1): 7.9}
+    picks = [(4096, 2, "cuda-ef"), (4096, 2, "cuda-ef"), (1024, 1, "--apply-controls /opt/booster_pack/a.acf")]
+    got = search_check.finalists(sweep, picks, space=list(sweep))
+    assert got == [(1024, 2, "cuda-ef"), (2048, 1, "cuda-ef"), (1024, 1, "cuda-ef"), (4096, 2, "cuda-ef")]
+    assert search_check.finalists(sweep, [(1024, 2, "cuda-ef")] * 3, space=list(sweep))[-1] == (1024, 1, "cuda-ef")
+
+
+@pytest.mark.parametrize("retimed_pick_us,holds", [(7.30, True), (7.50, False)], ids=["near-when-retimed", "slow-when-retimed"])
+def test_the_verdict_takes_the_retimed_medians_not_the_sweeps_best_draw(monkeypatch, retimed_pick_us, holds):
+    """run37: the sweep put 1024/2 cuda-ef 3.5% ahead of the search's pick; re-timed together they may be near."""
+    from scripts import tune
+
+    pick = [4096, 2, "cuda-ef"]
+    monkeypatch.setattr(search_check, "fresh_searches", lambda args, processes, switch: [
+        {"pick": pick, "line": "line", "timed": [[pick, 7.75]]}] * processes)
+    sweep = {(1024, 2, "cuda-ef"): 7.28, (2048, 1, "cuda-ef"): 7.33, (1024, 1, "cuda-ef"): 7.36, (4096, 2, "cuda-ef"): 7.53}
+    calls = []
+
+    def fake_sweep(module, gpu, cases, space, rep_ms, rounds=1, progress=None, statistic=min):
+        calls.append((list(space), rounds, statistic))
+        timings = sweep if len(calls) == 1 else {**{c: sweep[c] + 0.02 for c in space}, (4096, 2, "cuda-ef"): retimed_pick_us}
+        return {(1, 1536, 2048, 4): {c: timings[c] for c in space}}
+
+    monkeypatch.setattr(tune, "sweep", fake_sweep)
+    module = types.SimpleNamespace(gpu_key=lambda index: "h200", TUNE_ENV=submission.TUNE_ENV, TUNE_MARGIN=0.01,
+                                   CONFIG_SPACE=list(sweep))
+    monkeypatch.setattr(search_check.registry, "load_kernel_file", lambda path, name: module)
+    entry = search_check.check([dict(B=1, D=1536, S=2048, W=4, seed=1)], processes=3, rounds=2, rep_ms=1)["1x1536x2048x4"]
+    assert len(calls) == 2 and calls[1][1] == search_check.CONFIRM_ROUNDS and calls[1][2] is statistics.median
+    assert calls[1][0] == [(1024, 2, "cuda-ef"), (2048, 1, "cuda-ef"), (1024, 1, "cuda-ef"), (4096, 2, "cuda-ef")]
+    assert entry["holds"] is holds and entry["best"] == [1024, 2, "cuda-ef"]
+    assert entry["sweep_us"]["1024/2 cuda-ef"] == 7.28 and entry["retimed_us"]["4096/2 cuda-ef"] == retimed_pick_us
