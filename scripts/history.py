@@ -31,12 +31,18 @@ REQUIRED = ("time", "gpu", "outcome")
 
 
 def git_commit(root: Path = ROOT) -> str:
-    """The short commit of the workspace; WORKSPACE_COMMIT names it where the tree travels without .git."""
+    """The short commit of the workspace, with '+dirty' where a tracked file differs from it (uncommitted
+    edits, or a tree carried beside an older .git: run37's device answered the commit before its tree's);
+    WORKSPACE_COMMIT names it where the tree travels without .git or beside a stale one."""
     if os.environ.get("WORKSPACE_COMMIT"):
         return os.environ["WORKSPACE_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-        return out.stdout.strip() or "unknown"
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        if not head.stdout.strip():
+            return "unknown"
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True)
+        return head.stdout.strip() + ("+dirty" if status.returncode or status.stdout.strip() else "")
     except OSError:
         return "unknown"
 

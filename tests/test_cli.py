@@ -486,6 +486,25 @@ def test_ncu_raw_csv_is_read_and_summed_over_the_measured_kernels():
     assert found["kernels"] == 2 and "duration us" in profile.format_side_by_side({"a": found, "b": found})
 
 
+def test_the_commit_stamp_says_dirty_where_a_tracked_file_differs_from_it(tmp_path, monkeypatch):
+    import subprocess
+
+    monkeypatch.delenv("WORKSPACE_COMMIT", raising=False)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (tmp_path / "kernel.py").write_text("a = 1\n")
+    subprocess.run(git + ["add", "kernel.py"], check=True)
+    subprocess.run(git + ["commit", "-qm", "one"], check=True)
+    short = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "untracked.txt").write_text("not part of the tree's commit\n")
+    assert history.git_commit(tmp_path) == short  # an untracked file leaves the stamp clean
+    (tmp_path / "kernel.py").write_text("a = 2\n")
+    assert history.git_commit(tmp_path) == short + "+dirty"
+    assert history.git_commit(tmp_path / "untracked.txt") == "unknown"  # not a folder git can run in
+    monkeypatch.setenv("WORKSPACE_COMMIT", "abc1234")
+    assert history.git_commit(tmp_path) == "abc1234"
+
+
 def test_a_run_record_is_headed_by_device_commit_and_date(tmp_path, monkeypatch):
     from scripts import cli
 
