@@ -346,11 +346,13 @@ def graph_timer(device):
     The runs' samples interleave (sample s of every run, then s + 1), so whatever changes in the GPU's
     state while they are timed falls on every run alike: on the H200 a fresh process timed its first
     candidate at the sweep's value and every later one 1.5-4% slow when each was timed whole in turn
-    (results/NOTES.md v11c). Interleaved, the run timed first in every sample still read 1.6% faster than
-    the rest in one process of three (run36), so each sample starts one run later (sample_orders) and
-    the median drops the one sample a run had first. Before the first sample the GPU is kept busy for
-    WARM_UP_S. In every sample the flush graph runs first, as in the protocol: on the H200 the full
-    graph read 0.2-0.45 us a call slower when it ran first (NOTES v13)."""
+    (results/NOTES.md v11c). Each sample also starts one run later (sample_orders), so no run holds the
+    first place in more than one sample and the median drops that one. (Interleaved, the run timed first
+    read 1.6% nearer its sweep time than the rest in one process of run36; rotated, the heuristic still
+    did in run37: a Triton tile against CUDA ones, not the place. The two timers rank alike, NOTES v22.)
+    Before the first sample the GPU is kept busy for WARM_UP_S. In every sample the flush graph runs
+    first, as in the protocol: on the H200 the full graph read 0.2-0.45 us a call slower when it ran
+    first (NOTES v13)."""
     flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device=device)
 
     def capture(run, calls):
