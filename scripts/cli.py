@@ -303,20 +303,30 @@ def parse_tiles(ctx, param, values) -> list[tuple[int, int]]:
 
 @cli.command()
 @FILE
-@click.option("--case", "case_index", default=0, show_default=True, help="which leaderboard case (0-based)")
+@click.option("--case", "case_index", type=int, help="which leaderboard case (0-based; 0 where neither this nor --shape is given)")
+@click.option("--shape", help="a shape BxDxS[xW] instead of a leaderboard case (e.g. 4x2560x4096, a large one)")
 @click.option("--tile", "tiles", multiple=True, callback=parse_tiles,
               help="BLOCK/WARPS (repeatable): FILE at each tile beside a Triton copy at the same tile, with stall "
                    "reasons, instructions a output, hit rates, registers and occupancy")
 @click.option("--build", "builds", multiple=True, help="with --tile: also FILE's configs of this build (e.g. cuda)")
 @out_option("ncu's raw CSV and the table", "results/runs/profile/GPU")
-def profile(file, case_index, tiles, builds, out_dir):
-    """Nsight Compute on one leaderboard case: FILE beside the fastest copy of x, or, with --tile, beside a
-    copy at each tile."""
+def profile(file, case_index, shape, tiles, builds, out_dir):
+    """Nsight Compute on one leaderboard case or shape: FILE beside the fastest copy of x, or, with --tile,
+    beside a copy at each tile."""
     from scripts import ncu_profile as prof
 
     cases = harness.cases_from_task("benchmarks")
-    if not 0 <= case_index < len(cases):
+    if shape is not None and case_index is not None:
+        raise click.ClickException("give --case or --shape, not both: each names the one input profiled")
+    if shape is not None:
+        try:
+            args = harness.parse_label(shape)
+        except ValueError as error:
+            raise click.ClickException(f"--shape: {error}") from None
+    elif not 0 <= (case_index or 0) < len(cases):
         raise click.ClickException(f"--case must be 0 to {len(cases) - 1}: there are {len(cases)} leaderboard cases")
+    else:
+        args = cases[case_index or 0].args
     if builds and not tiles:
         raise click.ClickException("--build goes with --tile: it names which of FILE's configs to profile at each tile")
     problem = prof.unavailable()
@@ -326,9 +336,9 @@ def profile(file, case_index, tiles, builds, out_dir):
     try:
         if tiles:
             files = [file] + [f"{file}+{build}" for build in builds]
-            table = prof.format_tiles(prof.profile_tiles(files, cases[case_index].args, tiles, out_dir, echo=click.echo))
+            table = prof.format_tiles(prof.profile_tiles(files, args, tiles, out_dir, echo=click.echo))
         else:
-            table = prof.profile_side_by_side(file, cases[case_index].args, out_dir, echo=click.echo)
+            table = prof.profile_side_by_side(file, args, out_dir, echo=click.echo)
     except (RuntimeError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(table)

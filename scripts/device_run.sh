@@ -11,7 +11,8 @@
 #   leaderboard  runner mode, leaderboard only, published seeds, on RUNNER_SUBMISSION (beside judge's public score)
 #   judge        cli.py judge on RUNNER_SUBMISSION: the runner's whole chain, public and secret
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
-#   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), beside the fastest copy
+#   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), then on the shapes
+#                PROFILE_SHAPES (default none; e.g. 4x2560x4096), each beside its fastest copy
 #   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant)
 #   ncu-tiles    cli.py profile --tile: submission.py's Triton and CUDA tiles beside a copy at each, on
 #                1x2560x4096 at NCU_TILES and on the other two leaderboard cases at NCU_CASE_TILES (CSV under results/device/ncu)
@@ -59,7 +60,8 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
             echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; tee -a "$LOG" < $res;;
     judge) run python3 scripts/cli.py judge ${RUNNER_SUBMISSION:-submission.py} --json $DEV/judge.json;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
-    profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done;;
+    profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done
+             for shape in ${PROFILE_SHAPES:-}; do run python3 scripts/cli.py profile --shape $shape --out $DEV/profile; done;;
     kernel-files) run python3 -m pytest -q tests/test_kernel_files.py ${KERNEL_FILES_K:+-k "$KERNEL_FILES_K"};;
     ncu-tiles) for t in ${NCU_TILES:-256/1 512/1 1024/1 2048/1 2048/2 4096/2 4096/4}; do sweep="${sweep:-} --tile $t"; done
                for t in ${NCU_CASE_TILES:-1024/1 2048/1 4096/4}; do per_case="${per_case:-} --tile $t"; done

@@ -472,6 +472,31 @@ def test_profile_without_ncu_or_a_gpu_says_so_in_one_sentence(monkeypatch):
     assert result.exit_code != 0 and "--case must be 0 to 2" in result.output
 
 
+@pytest.mark.parametrize("argv,says", [
+    (["--shape", "4x2560"], "--shape: shape '4x2560' is not BxDxS or BxDxSxW with positive sizes"),
+    (["--shape", "4x2560x0"], "is not BxDxS or BxDxSxW with positive sizes"),
+    (["--shape", "4x2560x4096", "--case", "1"], "give --case or --shape, not both"),
+], ids=["too-few-sizes", "zero-size", "both"])
+def test_profile_refuses_a_shape_it_cannot_read_in_one_sentence(argv, says):
+    from scripts import cli
+
+    result = CliRunner().invoke(cli.cli, ["profile", *argv])
+    assert result.exit_code != 0 and says in result.output and "Traceback" not in result.output
+
+
+def test_profile_on_a_shape_profiles_that_shape(monkeypatch, tmp_path):
+    from scripts import cli, ncu_profile as profile
+
+    seen = []
+    monkeypatch.setattr(profile, "unavailable", lambda: None)
+    monkeypatch.setattr(profile, "profile_side_by_side", lambda file, args, out_dir, echo: seen.append(args) or "table")
+    result = CliRunner().invoke(cli.cli, ["profile", "--shape", "4x2560x4096", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert seen == [{"B": 4, "D": 2560, "S": 4096, "W": 4, "seed": 1234}]
+    result = CliRunner().invoke(cli.cli, ["profile", "--out", str(tmp_path)])  # neither: the first leaderboard case
+    assert result.exit_code == 0 and seen[1] == harness.cases_from_task("benchmarks")[0].args
+
+
 def test_ncu_raw_csv_is_read_and_summed_over_the_measured_kernels():
     from scripts import ncu_profile as profile
 
