@@ -415,8 +415,8 @@ def check_candidate(config, x, weight, bias, out, expected) -> str:
 def search_record(key, x, weight, bias, timer) -> dict:
     """Check every candidate (it builds and matches the formula on this input), then time the ones that
     passed together, their samples interleaved (timer(runs) -> microseconds a run); the pick is the first
-    of them within TUNE_MARGIN of the fastest, so the heuristic, timed first, stays unless beaten by more. Returns the record: the pick, each timed candidate's
-    microseconds, and each dropped candidate with why.
+    of them within TUNE_MARGIN of the fastest, so the heuristic, timed first, stays unless beaten by more.
+    Returns the record: the pick, each timed candidate's microseconds, and each dropped candidate with why.
 
     Builds come first, so none leaves the GPU idle between samples (each takes up to a second), and
     the timing interleaves the candidates' samples: on the H200 every candidate timed whole after the
@@ -446,8 +446,8 @@ def search_record(key, x, weight, bias, timer) -> dict:
               "acf_files": sorted(glob.glob(ACF_GLOB))}
     if timed:
         # The first candidate in the list's order within the margin of the fastest: the heuristic where it
-        # is that close, and of near-equal others the same one in every process (H200 run34: 2048/1 cuda
-        # and 4096/2 cuda-ef, under 1% apart on 1x2560x4096, went one way or the other by the process).
+        # is that close, and of near-equal others the same one in every process (H200 run40: on
+        # 1x2560x4096 2048/1 cuda read 0.2-0.3% under 4096/2 cuda, and all three processes took 4096/2).
         fastest_us = min(us for _, us in timed)
         record["pick"] = next(config for config, us in timed if us <= fastest_us * (1 + TUNE_MARGIN))
     record["seconds"] = time.perf_counter() - began
