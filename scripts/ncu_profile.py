@@ -87,6 +87,8 @@ def fastest_copy(args: dict) -> tuple[int, int]:
 
 
 def profile_side_by_side(file: Path, args: dict, out_dir: Path, echo=print) -> str:
+    from scripts import baselines
+
     out_dir.mkdir(parents=True, exist_ok=True)
     block, warps = fastest_copy(args)
     shape = [str(args[k]) for k in harness.REQUIRED_FIELDS]

@@ -35,3 +35,26 @@ def test_records_follow_the_launches_with_instructions_a_output_and_stalls():
 def test_a_page_that_does_not_hold_every_launch_is_refused(rows):
     with pytest.raises((ValueError, RuntimeError), match="kernel"):
         ncu_profile.tile_records(raw_page(rows), ["submission.py"], {"B": 1, "D": 1, "S": 4}, [(1024, 1)])
+
+
+def test_side_by_side_profiles_the_file_and_the_fastest_copy(tmp_path, monkeypatch):
+    """The whole side-by-side path short of ncu itself: each target's page read back into the table."""
+    import subprocess
+
+    monkeypatch.setattr(ncu_profile, "fastest_copy", lambda args: (4096, 4))
+    launched = []
+
+    def fake_ncu(command, **kwargs):
+        launched.append(command)
+        log = command[command.index("--log-file") + 1]
+        with open(log, "w") as f:
+            f.write(raw_page([[0, "kernel", "20.0", "1,000", "42", "1"]]))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(ncu_profile.subprocess, "run", fake_ncu)
+    table = ncu_profile.profile_side_by_side("submission.py", {"B": 4, "D": 2560, "S": 4096, "W": 4, "seed": 1},
+                                             tmp_path, echo=lambda line: None)
+    specs = [c[c.index("scripts.ncu_profile") + 1] for c in launched]
+    assert specs[0].endswith("submission.py") and specs[1] == "copy:4096:4"
+    assert "submission" in table and "4096" in table.splitlines()[0]
+    assert (tmp_path / "profile_4x2560x4096x4.txt").read_text().startswith(table.splitlines()[0])
