@@ -1,6 +1,8 @@
 """The implementations we measure against, each a function data -> output like custom_kernel.
 
 scripts/registry.py names them and gives each its kind."""
+import functools
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -74,6 +76,57 @@ def tma_copy(rows: int, block: int, num_warps: int, num_stages: int, per_sm: int
                                                      NUM_STAGES=num_stages, num_warps=num_warps)
         return out
     return copy
+
+
+# (threads a block, float4 a thread) of the CUDA copies. On the large shapes a copy gets faster as a
+# thread's share shrinks: on the H200 (run43, NOTES v25) a block tile of 128 threads x 2 float4 was the
+# floor of 8x4096x8192 (torch's copy 1.54x it) and within 0.5% of torch's copy on 4x2560x4096, where the
+# Triton copies sit 1.7% over. The floor holds them since a kernel may lay its threads out so.
+# CUDA only: NVRTC has no interpreter.
+CUDA_COPY_TILES = [(128, 1), (128, 2), (512, 1)]
+CUDA_COPY_SOURCE = r"""
+// U float4 a thread; a block of T threads covers T * U consecutive float4, thread t's u-th at u * T + t.
+template <int U>
+__global__ void copy_float4(const float4* __restrict__ x, float4* __restrict__ y, unsigned n4) {
+  const unsigned base = blockIdx.x * (blockDim.x * U) + threadIdx.x;
+  float4 v[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) if (base + u * blockDim.x < n4) v[u] = __ldg(x + base + u * blockDim.x);
+#pragma unroll
+  for (int u = 0; u < U; ++u) if (base + u * blockDim.x < n4) y[base + u * blockDim.x] = v[u];
+}
+"""
+
+
+def cuda_copy_available() -> bool:
+    return torch.cuda.is_available() and hasattr(torch.cuda, "_compile_kernel")
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_copy_kernel(device_index: int, per_thread: int):
+    with torch.cuda.device(device_index):
+        return torch.cuda._compile_kernel(CUDA_COPY_SOURCE, f"copy_float4<{per_thread}>")
+
+
+def cuda_copy(threads: int, per_thread: int):
+    """A CUDA copy of x: blocks of `threads` threads, each thread `per_thread` 16-byte loads and stores.
+    Where x is not whole aligned float4 on a GPU (or holds 2^31 float4 or more: the count travels as a C
+    int), the Triton copy of the same elements a program."""
+    def copy(data):
+        x = data[0]
+        out = torch.empty_like(x)
+        n4 = x.numel() // 4
+        if not x.is_cuda or x.numel() % 4 or x.data_ptr() % 16 or out.data_ptr() % 16 or n4 >= 1 << 31:
+            return triton_copy(4 * threads * per_thread, max(1, threads // 32))(data)
+        if n4:
+            _cuda_copy_kernel(x.device.index or 0, per_thread)(
+                grid=(-(-n4 // (threads * per_thread)), 1, 1), block=(threads, 1, 1), args=[x, out, n4])
+        return out
+    return copy
+
+
+def cuda_copy_name(threads: int, per_thread: int) -> str:
+    return f"cuda_copy_{threads}x{per_thread}_float4"
 
 
 def tma_copy_name(rows: int, block: int, num_warps: int, num_stages: int, per_sm: int) -> str:

@@ -111,6 +111,9 @@ def copies() -> list[Impl]:
               for block, warps in baselines.EVICT_FIRST_COPY_TILES]
     found += [Impl(baselines.tma_copy_name(*tile), "copy", lambda t=tile: baselines.tma_copy(*t))
               for tile in baselines.TMA_COPY_TILES]
+    if baselines.cuda_copy_available():
+        found += [Impl(baselines.cuda_copy_name(*tile), "copy", lambda t=tile: baselines.cuda_copy(*t))
+                  for tile in baselines.CUDA_COPY_TILES]
     return found
 
 

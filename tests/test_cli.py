@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 import eval as harness
-from conftest import DIRECTIVES, GOOD_BODY, ROOT
+from conftest import DIRECTIVES, GOOD_BODY, ROOT, needs_gpu
 from scripts import compare as cmp
 from scripts import configs, history, leaderboard, registry, tune
 
@@ -377,6 +377,37 @@ def test_every_copy_returns_x_exactly(shape):
     for impl in registry.copies():
         out = impl.make()(data)
         assert out.data_ptr() != data[0].data_ptr() and torch.equal(out, data[0]), impl.name
+
+
+def test_cuda_copies_join_the_floor_only_where_they_can_run(monkeypatch):
+    """NVRTC needs a GPU, so off one the CUDA copies are not listed; where listed, an input they cannot take
+    (here a CPU tensor) goes to the Triton copy of the same elements a program, still exact."""
+    import reference
+    from scripts import baselines
+
+    names = {impl.name for impl in registry.copies()}
+    cuda_names = {baselines.cuda_copy_name(*tile) for tile in baselines.CUDA_COPY_TILES}
+    assert (cuda_names <= names) == baselines.cuda_copy_available()
+    monkeypatch.setattr(baselines, "cuda_copy_available", lambda: True)
+    listed = {impl.name: impl for impl in registry.copies()}
+    assert {"cuda_copy_128x1_float4", "cuda_copy_128x2_float4"} <= set(listed)
+    data = reference.generate_input(**harness.parse_label("2x3x40"))
+    for name in cuda_names:
+        out = listed[name].make()(data)
+        assert out.data_ptr() != data[0].data_ptr() and torch.equal(out, data[0]), name
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", ["2x3x40", "1x7x1000", "3x5x2052"], ids=["one-block", "partial-block", "blocks"])
+def test_cuda_copies_are_exact_on_the_gpu(shape):
+    """Built by NVRTC and run: every float4 of x, the last partial block's too, lands in a fresh output."""
+    import reference
+    from scripts import baselines
+
+    data = reference.generate_input(**harness.parse_label(shape))
+    for tile in baselines.CUDA_COPY_TILES:
+        out = baselines.cuda_copy(*tile)(data)
+        assert out.data_ptr() != data[0].data_ptr() and torch.equal(out, data[0]), baselines.cuda_copy_name(*tile)
 
 
 @pytest.mark.parametrize("text,expected", [
