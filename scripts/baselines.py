@@ -79,11 +79,11 @@ def tma_copy(rows: int, block: int, num_warps: int, num_stages: int, per_sm: int
 
 
 # (threads a block, float4 a thread) of the CUDA copies. On the large shapes a copy gets faster as a
-# thread's share shrinks: on the H200 (run43, NOTES v25) a block tile of 128 threads x 2 float4 was the
-# floor of 8x4096x8192 (torch's copy 1.54x it) and within 0.5% of torch's copy on 4x2560x4096, where the
-# Triton copies sit 1.7% over. The floor holds them since a kernel may lay its threads out so.
-# CUDA only: NVRTC has no interpreter.
-CUDA_COPY_TILES = [(128, 1), (128, 2), (512, 1)]
+# thread's share shrinks and its block grows: 128x2 was the floor of 8x4096x8192 on the H200 (run43, NOTES
+# v25), 512x1 and 1024x1 the floors of both large shapes on an H100 (run45, v26), 0.6-1.5% under the Triton
+# copies and 20-35% under torch's copy on the 2 GB shape. The floor holds them since a kernel may lay its
+# threads out so. CUDA only: NVRTC has no interpreter.
+CUDA_COPY_TILES = [(128, 2), (512, 1), (1024, 1)]
 CUDA_COPY_SOURCE = r"""
 // U float4 a thread; a block of T threads covers T * U consecutive float4, thread t's u-th at u * T + t.
 template <int U>

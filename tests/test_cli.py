@@ -390,7 +390,7 @@ def test_cuda_copies_join_the_floor_only_where_they_can_run(monkeypatch):
     assert (cuda_names <= names) == baselines.cuda_copy_available()
     monkeypatch.setattr(baselines, "cuda_copy_available", lambda: True)
     listed = {impl.name: impl for impl in registry.copies()}
-    assert {"cuda_copy_128x1_float4", "cuda_copy_128x2_float4"} <= set(listed)
+    assert {"cuda_copy_128x2_float4", "cuda_copy_1024x1_float4"} <= set(listed)
     data = reference.generate_input(**harness.parse_label("2x3x40"))
     for name in cuda_names:
         out = listed[name].make()(data)
