@@ -380,8 +380,8 @@ def test_every_copy_returns_x_exactly(shape):
 
 
 def test_cuda_copies_join_the_floor_only_where_they_can_run(monkeypatch):
-    """NVRTC needs a GPU, so off one the CUDA copies are not listed; where listed, an input they cannot take
-    (here a CPU tensor) goes to the Triton copy of the same elements a program, still exact."""
+    """NVRTC needs a GPU, so off one the CUDA copies are not listed; listed anyway, an input they cannot take
+    (off a GPU, a CPU tensor) goes to the Triton copy of the same elements a program, still exact."""
     import reference
     from scripts import baselines
 
