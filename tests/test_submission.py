@@ -406,7 +406,7 @@ def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch
     monkeypatch.setattr(submission, "CANDIDATES", [(128, 1)])
     monkeypatch.setattr(submission, "CUDA_CANDIDATES", [])
     heuristic = submission.heuristic_config(1, 2, 300, 4)
-    just_faster = {heuristic[0]: 10.0, 128: 10.0 * (1 - submission.TUNE_MARGIN / 2)}
+    just_faster = {heuristic[0]: 10.0, 128: 10.0 * (1 - submission.RETIME_MARGIN / 2)}
     calls = []
 
     def timer(runs, samples=6):
@@ -416,15 +416,15 @@ def test_a_candidate_inside_the_margin_leaves_the_heuristic_in_place(monkeypatch
     record = submission.search_record(("cpu", 1, 2, 300, 4), x, weight, bias, timer)
     assert record["pick"] == (*heuristic, None) and len(calls) == 4  # timed, then re-timed: both inside the band
     assert [us for _, us in record["retimed"]] == list(just_faster.values())
-    assert "the fastest, 128/1, was 0.50% faster, inside the 1% margin" in submission.pick_line(record)
+    assert "the fastest, 128/1, was 0.25% faster, inside the 0.5% margin" in submission.pick_line(record)
 
 
 @pytest.mark.parametrize("times,pick", [
-    ([10.0, 9.0, 8.95, 9.3], 1),  # 1 and 2 within the margin of each other: the earlier one, in every process
+    ([10.0, 9.0, 8.97, 9.3], 1),  # 1 and 2 within the re-timing's margin of each other: the earlier one, in every process
     ([10.0, 9.0, 8.85, 9.3], 2),  # 2 beats 1 by more than the margin
     ([10.0, 10.2, 9.95, 9.0], 3),  # the last, by more than the margin over all before it
     ([9.95, 9.0, 10.0, 9.5], 1),  # the fastest, second in line
-    ([9.0, 8.95, 8.92, 9.3], 0),  # the heuristic, timed first, within the margin of the fastest
+    ([9.0, 8.98, 8.97, 9.3], 0),  # the heuristic, timed first, within the re-timing's margin of the fastest
 ], ids=["near-tie", "clear-win", "last-wins", "fastest-second", "heuristic-stays"])
 def test_the_search_picks_the_first_candidate_within_the_margin_of_the_fastest(monkeypatch, times, pick):
     x, weight, bias = make_inputs(1, 2, 300, 4, seed=6)
@@ -472,6 +472,21 @@ def test_the_finalists_are_timed_again_with_more_samples_and_that_timing_picks(m
     assert record["pick"] == configs[2], record
     line = submission.pick_line(record)
     assert "2 within 2% of the fastest re-timed" in line and "BLOCK=256 num_warps=1" in line, line
+
+
+def test_the_re_timing_decides_with_its_own_narrower_margin(monkeypatch):
+    """Re-timed, 2 reads 0.7% ahead of 1: past RETIME_MARGIN (0.5%), inside TUNE_MARGIN (1%), so 2 is the
+    pick where the first timing's margin would have kept 1; at 0.3% ahead, 1 stays and the line names the margin."""
+    assert submission.RETIME_MARGIN < submission.TUNE_MARGIN
+    _, configs, _ = _search_timed(monkeypatch, [10.0, 9.0, 9.1, 9.5])
+    ahead = 1 - (submission.RETIME_MARGIN + submission.TUNE_MARGIN) / 2
+    record, configs, _ = _search_timed(monkeypatch, [10.0, 9.0, 9.1, 9.5],
+                                       second={configs[1]: 9.0, configs[2]: 9.0 * ahead})
+    assert record["pick"] == configs[2], record
+    record, configs, _ = _search_timed(monkeypatch, [10.0, 9.0, 9.1, 9.5],
+                                       second={configs[1]: 9.0, configs[2]: 9.0 * (1 - submission.RETIME_MARGIN / 2)})
+    assert record["pick"] == configs[1], record
+    assert f"inside the {submission.RETIME_MARGIN * 100:g}% margin" in submission.pick_line(record)
 
 
 def test_a_lone_fastest_is_not_timed_again(monkeypatch):
