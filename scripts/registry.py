@@ -25,8 +25,6 @@ SEAM_REQUIRES = {"custom_kernel": "custom_kernel(data) -> output: the task's fun
 SEAM_OFFERS = {
     "launch": "launch(x, weight, bias, out, *config): the kernel at one config of CONFIG_SPACE (tiles, tune)",
     "CONFIG_SPACE": "list of every config launch is built for (tiles, tune)",
-    "CUDA_BUILDS": "the third entries of a config that take the CUDA kernel where it serves the tensors",
-    "CUDA_SOURCE": "the CUDA kernel's source, built by NVRTC on first use (a variant may rewrite it before then)",
     "CONFIGS": "dict (gpu, B, D, S, W) -> (BLOCK, num_warps): the measured table tune rewrites and sweeps through",
     "tile_for": "tile_for(data) -> (BLOCK, num_warps) custom_kernel launches there (compare's same-tile copy)",
     "heuristic_config": "heuristic_config(B, D, S, W) -> (BLOCK, num_warps) where no table entry or search applies",
