@@ -62,8 +62,18 @@ CONFIGS = {}
 TUNE_ENV = "CAUSAL_CONV1D_TUNE"  # 0, off, false or no switch the first-call search off
 TUNE_WORDS = {"0": False, "off": False, "false": False, "no": False, "1": True, "on": True, "true": True, "yes": True}
 TUNE_MIN_OUTPUTS = 1 << 20
-TUNE_BUDGET_S = 8.0  # no new candidate is built after half of this; the lot stays near 10 s at the largest shape
+TUNE_BUDGET_S = 8.0  # no new candidate is built after half of this; the lot stays near 15 s at the largest shape, re-timing included
 TUNE_MARGIN = 0.01  # a candidate must beat all before it in the list by this much: the H200 search's own spread
+# The candidates within FINAL_BAND of the fastest are timed again together with RETIME_SAMPLES samples, and
+# the margin is applied to those times: on the H100 a gap of 1.2-1.5% straddled the margin under six
+# samples and three processes took three configs on 1x2560x2048 (results/NOTES.md v28).
+# At most MAX_FINALISTS, the fastest, so the re-timing takes no more samples than the first timing (12 x 6).
+FINAL_BAND = 2 * TUNE_MARGIN
+MAX_FINALISTS = 4
+RETIME_SAMPLES = 18
+# The re-timing's margin: three processes read the same pair's gap within 0.1-0.3% of each other at 18 samples
+# (H100 run51), so a 1% margin left a 1-1.5% gap (cuda-ef over cuda at 4096/2, 1x2560x2048) on its edge.
+RETIME_MARGIN = TUNE_MARGIN / 2
 MAX_CANDIDATES = 12
 MAX_ACF = 3  # control files tried on the heuristic tile, so the CUDA tiles keep their places
 # Every tile the kernel is built for (BLOCK, num_warps): each thread owns 2 to 16 groups of 4 (8 to 64
@@ -418,18 +428,21 @@ def check_candidate(config, x, weight, bias, out, expected) -> str:
 
 def search_record(key, x, weight, bias, timer) -> dict:
     """Check every candidate (it builds and matches the formula on this input), then time the ones that
-    passed together, their samples interleaved (timer(runs) -> microseconds a run); the pick is the first
-    of them within TUNE_MARGIN of the fastest, so the heuristic, timed first, stays unless beaten by more.
-    Returns the record: the pick, each timed candidate's microseconds, and each dropped candidate with why.
+    passed together, their samples interleaved (timer(runs, samples=...) -> microseconds a run); time the
+    finalists, those within FINAL_BAND of the fastest, again together with RETIME_SAMPLES samples; the pick
+    is the first finalist within RETIME_MARGIN of the fastest in that re-timing (within TUNE_MARGIN in the
+    first timing where none was re-timed), so the heuristic, timed first, stays unless beaten by more. Returns the record: the pick, each timed candidate's microseconds,
+    the finalists' re-timed microseconds, and each dropped candidate with why.
 
     Builds come first, so none leaves the GPU idle between samples (each takes up to a second), and
     the timing interleaves the candidates' samples: on the H200 every candidate timed whole after the
     first read 1.5-4% slow against the same candidate in a sweep (results/NOTES.md v11c). Builds stop
-    at half the budget; the timing of those built takes the rest (at most ~6 s, on 8x4096x8192)."""
+    at half the budget; the timing of those built takes the rest (at most ~6 s, on 8x4096x8192), and the
+    finalists' re-timing at most as long again."""
     began = time.perf_counter()
     expected = formula(x, weight, bias)
     out = torch.empty_like(x)  # one output for all, so no candidate is timed on a different placement
-    passed, timed, dropped = [], [], []
+    passed, timed, retimed, dropped, retime_error = [], [], [], [], None
     for config in tune_candidates(*key[1:]):
         if passed and time.perf_counter() - began > TUNE_BUDGET_S / 2:
             dropped.append((config, "over the time budget"))
@@ -439,46 +452,60 @@ def search_record(key, x, weight, bias, timer) -> dict:
             dropped.append((config, problem))
         else:
             passed.append(config)
+    runs = {config: functools.partial(launch, x, weight, bias, out, *config) for config in passed}
     if passed:
-        runs = [functools.partial(launch, x, weight, bias, out, *config) for config in passed]
         try:
-            timed = list(zip(passed, timer(runs)))
+            timed = list(zip(passed, timer([runs[config] for config in passed])))
         except Exception as error:  # a capture or replay that fails: nothing is timed, the heuristic stays
             dropped.extend((config, f"timing error ({type(error).__name__})") for config in passed)
+    fastest_us = min((us for _, us in timed), default=0.0)
+    near = sorted((us, index) for index, (_, us) in enumerate(timed) if us <= fastest_us * (1 + FINAL_BAND))
+    finalists = [timed[index][0] for index in sorted(index for _, index in near[:MAX_FINALISTS])]  # in the list's order
+    if len(finalists) > 1:
+        try:
+            retimed = list(zip(finalists, timer([runs[config] for config in finalists], samples=RETIME_SAMPLES)))
+        except Exception as error:  # the first timing stands, and the line says so
+            retime_error = type(error).__name__
     heuristic = (*heuristic_config(*key[1:]), None)
-    record = {"key": key, "heuristic": heuristic, "pick": heuristic, "timed": timed, "dropped": dropped,
-              "acf_files": sorted(glob.glob(ACF_GLOB))}
-    if timed:
+    record = {"key": key, "heuristic": heuristic, "pick": heuristic, "timed": timed, "retimed": retimed,
+              "retime_error": retime_error, "dropped": dropped, "acf_files": sorted(glob.glob(ACF_GLOB))}
+    decisive, margin = (retimed, RETIME_MARGIN) if retimed else (timed, TUNE_MARGIN)
+    if decisive:
         # The first candidate in the list's order within the margin of the fastest: the heuristic where it
         # is that close, and of near-equal others the same one in every process (H200 run40: on
         # 1x2560x4096 2048/1 cuda read 0.2-0.3% under 4096/2 cuda, and all three processes took 4096/2).
-        fastest_us = min(us for _, us in timed)
-        record["pick"] = next(config for config, us in timed if us <= fastest_us * (1 + TUNE_MARGIN))
+        fastest_us = min(us for _, us in decisive)
+        record["pick"] = next(config for config, us in decisive if us <= fastest_us * (1 + margin))
     record["seconds"] = time.perf_counter() - began
     return record
 
 
 def pick_line(record: dict) -> str:
-    """The search's one line: the pick and why, what was timed and dropped, which control files were found."""
+    """The search's one line: the pick and why, what was timed, re-timed and dropped, which control files were found."""
     key, pick, heuristic = record["key"], record["pick"], record["heuristic"]
     us = dict(record["timed"])
+    decisive = dict(record.get("retimed") or us)  # the times the pick was made on, and their margin
+    margin = RETIME_MARGIN if record.get("retimed") else TUNE_MARGIN
     if not us:
         why = "the heuristic: no candidate could be timed"
     else:
-        fastest = min(us, key=us.get)
-        near = ("" if fastest == pick else f"the fastest, {config_name(fastest)}, was {1 - us[fastest] / us[pick]:.2%} "
-                f"faster, inside the {TUNE_MARGIN:.0%} margin")
+        fastest = min(decisive, key=decisive.get)
+        near = ("" if fastest == pick else f"the fastest, {config_name(fastest)}, was "
+                f"{1 - decisive[fastest] / decisive[pick]:.2%} faster, inside the {margin * 100:g}% margin")
         if heuristic not in us:
             why = f"{near or 'the fastest'}; the heuristic {config_name(heuristic)} was dropped"
         elif pick == heuristic:
             why = f"the heuristic: {near}" if near else "the heuristic, the fastest"
         else:
             why = f"{1 - us[pick] / us[heuristic]:.2%} faster than the heuristic {config_name(heuristic)}" + (near and f"; {near}")
+    retimed = (f"; {len(record['retimed'])} within {FINAL_BAND:.0%} of the fastest re-timed" if record.get("retimed") else "")
+    if record.get("retime_error"):
+        retimed = f"; re-timing failed ({record['retime_error']}), the first timing kept"
     dropped = ", ".join(f"{config_name(config)} ({reason})" for config, reason in record["dropped"]) or "none"
     acf = ", ".join(os.path.basename(path) for path in record["acf_files"]) or "none found"
     return (f"causal_conv1d: {key[0]} {'x'.join(map(str, key[1:]))}: BLOCK={pick[0]} num_warps={pick[1]}"
             f"{' ' + pick[2] if pick[2] else ''} ({why}); {len(record['timed'])} of "
-            f"{len(record['timed']) + len(record['dropped'])} candidates timed in {record['seconds']:.1f} s; "
+            f"{len(record['timed']) + len(record['dropped'])} candidates timed in {record['seconds']:.1f} s{retimed}; "
             f"dropped: {dropped}; control files: {acf}")
 
 

@@ -40,6 +40,7 @@ def search_once(args: dict) -> dict:
     record = module.search_record(key, x, weight, bias, module.graph_timer(x.device))
     return {"pick": list(record["pick"]), "line": module.pick_line(record),
             "timed": [[list(config), us] for config, us in record["timed"]],
+            "retimed": [[list(config), us] for config, us in record["retimed"]],
             "dropped": [[list(config), reason] for config, reason in record["dropped"]],
             "acf_files": record["acf_files"], "seconds": record["seconds"]}
 
