@@ -170,11 +170,18 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     impls = cmp.build_impls(listed)
     ran = cmp.add_same_tile_copies(impls, cases)
     with click.progressbar(length=rounds * len(cases) * len(impls), label="timing", show_eta=True) as bar:
-        raw = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
-    summary = cmp.summarize(raw, cases, impls, ran)
+        run = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
+    summary = cmp.summarize(run.results, cases, impls, ran)
     device = harness.device_name()
+    stopped = run.stop.name if run.stop else None
     path = cmp.write_results(summary, cases, device, history.git_commit(), datetime.date.today().isoformat(),
-                             out_dir or default_out("compare"))
+                             out_dir or default_out("compare"),
+                             rounds={"asked": rounds, "done": run.rounds_done, "interrupted": stopped})
+    if run.stop:  # the whole rounds are kept and shown, but a short run neither enters the history nor estimates
+        click.echo(cmp.format_table(summary, cases))
+        click.echo(f"interrupted ({stopped}) after {run.rounds_done} of {rounds} rounds: the medians above are of "
+                   f"those rounds, written to {path}; not recorded in the history", err=True)
+        sys.exit(run.stop.exit_code)
     cmp.record_ours(listed, summary, cases, device)
     click.echo(cmp.format_table(summary, cases))
     report = estimate.for_run(summary, [harness.case_label(a) for a in cases], device, history.git_commit(),

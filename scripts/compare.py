@@ -9,6 +9,7 @@ copies of x: torch's copy, its clone ('vs copy'), and the floor, the fastest cop
 import json
 import statistics
 from pathlib import Path
+from typing import NamedTuple
 
 import eval as harness  # the leaderboard's timing
 from scripts import baselines, configs, history, registry
@@ -74,8 +75,19 @@ def add_same_tile_copies(impls: dict, cases: list[dict]) -> dict:
     return ran
 
 
-def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
-    """{impl: {case: {"us": median, "rounds_us": [...]} or {"error": ...}}}."""
+class CompareRun(NamedTuple):
+    """What run_compare measured: results {impl: {case: {"us": median, "rounds_us": [...]} or {"error": ...}}},
+    the whole rounds in them, and the Interrupted that ended the run early (None where every round ran)."""
+    results: dict
+    rounds_done: int
+    stop: harness.Interrupted | None = None
+
+
+def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> CompareRun:
+    """Check each implementation on each case, then time them in interleaved rounds. Ctrl-C, SIGTERM or
+    SIGHUP after a whole round keeps the whole rounds and drops the one under way, so every implementation
+    keeps the same rounds (a device call cut off by its time limit still has its comparison); before the
+    first round ends, the interrupt goes on up, since nothing was compared yet."""
     import reference
 
     results = {name: {} for name in impls}
@@ -87,21 +99,30 @@ def run_compare(impls: dict, cases: list[dict], rounds: int, rep_ms: float, prog
             problem = check_impl(fn, args)
             if problem:
                 results[name][harness.case_label(args)] = {"error": problem}
-    for _ in range(rounds):
-        for args in cases:
-            key = harness.case_label(args)
-            for name, (_, fn) in impls.items():
-                entry = results[name].setdefault(key, {"rounds_us": []})
-                if "error" not in entry:
-                    data = inputs[key]
-                    entry["rounds_us"].append(harness.time_protocol(lambda: fn(data), rep_ms).mean / 1e3)
-                if progress:
-                    progress(1)
+    rounds_done, stop = 0, None
+    try:
+        for _ in range(rounds):
+            for args in cases:
+                key = harness.case_label(args)
+                for name, (_, fn) in impls.items():
+                    entry = results[name].setdefault(key, {"rounds_us": []})
+                    if "error" not in entry:
+                        data = inputs[key]
+                        entry["rounds_us"].append(harness.time_protocol(lambda: fn(data), rep_ms).mean / 1e3)
+                    if progress:
+                        progress(1)
+            rounds_done += 1
+    except KeyboardInterrupt as interrupt:
+        if not rounds_done:
+            raise
+        stop = harness.interrupted_of(interrupt)
     for per_case in results.values():
         for entry in per_case.values():
+            if "rounds_us" in entry:
+                del entry["rounds_us"][rounds_done:]
             if entry.get("rounds_us"):
                 entry["us"] = statistics.median(entry["rounds_us"])
-    return results
+    return CompareRun(results, rounds_done, stop)
 
 
 def _ratios(per_case_us: dict, against: dict) -> dict:
@@ -188,10 +209,13 @@ def format_table(impls: dict, cases: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_results(impls: dict, cases: list[dict], device: str, commit: str, date: str, out_dir: Path) -> Path:
+def write_results(impls: dict, cases: list[dict], device: str, commit: str, date: str, out_dir: Path,
+                  rounds: dict | None = None) -> Path:
+    """compare.json and compare.png in out_dir; rounds {"asked", "done", "interrupted"} says how many rounds
+    the medians are of, and which signal ended a run early."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "compare.json"
-    harness.write_whole(path, json.dumps({"device": device, "commit": commit, "date": date,
+    harness.write_whole(path, json.dumps({"device": device, "commit": commit, "date": date, "rounds": rounds,
                                           "cases": [harness.case_label(a) for a in cases], "impls": impls}, indent=2),
                         flag="--out")
     plot_bars(impls, cases, out_dir / "compare.png", f"{device}, commit {commit}, {date}")

@@ -1,6 +1,7 @@
 """scripts/: the leaderboard loop. Plain functions first, then the CLI end to end with a fake popcorn."""
 import json
 import re
+import signal
 import statistics
 import textwrap
 import time
@@ -345,8 +346,9 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     assert ran == {"submission": {"1x3x40x4": (64, 1), "2x2x33x3": (64, 1)}}  # the wrong variant says no tile
     assert impls["triton_copy_64_1"][0] == impls["triton_copy_evict_first_64_1"][0] == "copy"  # both copies at its tile
     ticks = []
-    raw = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
-    assert len(ticks) == 2 * len(cases) * len(impls)
+    run = cmp.run_compare(impls, cases, rounds=2, rep_ms=1, progress=ticks.append)
+    assert len(ticks) == 2 * len(cases) * len(impls) and run.rounds_done == 2 and run.stop is None
+    raw = run.results
     summary = cmp.summarize(raw, cases, impls, ran)
     same = summary["submission"]["same_tile"]["1x3x40x4"]
     copies_us = [summary[name]["per_case_us"]["1x3x40x4"] for name in ("triton_copy_64_1", "triton_copy_evict_first_64_1")]
@@ -363,9 +365,50 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table and "vs floor" in table
     same_tile_row = next(line for line in table.splitlines() if line.startswith("submission") and "64/1" in line)
     assert f"64/1 {same['vs_same_tile_copy']:.3f}" in same_tile_row
-    path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out")
+    path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out",
+                             rounds={"asked": 2, "done": 2, "interrupted": None})
     data = json.loads(path.read_text())
     assert data["commit"] == "abc1234" and "submission" in data["impls"] and "copy" in data["impls"]
+    assert data["rounds"] == {"asked": 2, "done": 2, "interrupted": None}
+
+
+def _counting_timer(stop_at: int):
+    """A fake protocol timer that reads call n as n microseconds and raises SIGTERM's Interrupted on call stop_at."""
+    calls = []
+
+    def timer(fn, rep_ms):
+        calls.append(fn)
+        if len(calls) == stop_at:
+            raise harness.Interrupted(signal.SIGTERM)
+        fn()
+        return harness.calculate_stats([len(calls) * 1e3] * 2)
+    return timer
+
+
+@pytest.mark.parametrize("stop_in_round", [2, 3], ids=["in-round-2", "in-round-3"])
+def test_an_interrupted_compare_keeps_its_whole_rounds_and_drops_the_one_under_way(monkeypatch, stop_in_round):
+    """Three rounds of 2 implementations on 2 cases (4 timings a round); SIGTERM part-way through a round keeps
+    the rounds before it for every implementation alike, their median, and the signal."""
+    impls = {"copy": ("copy", lambda data: data[0].clone()), "copy_again": ("copy", lambda data: data[0].clone())}
+    cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
+    per_round = len(cases) * len(impls)
+    monkeypatch.setattr(harness, "time_protocol", _counting_timer((stop_in_round - 1) * per_round + 3))
+    run = cmp.run_compare(impls, cases, rounds=3, rep_ms=1)
+    done = stop_in_round - 1
+    assert run.rounds_done == done and run.stop.name == "SIGTERM" and run.stop.exit_code == 143
+    for name in impls:
+        for label in ("1x3x40x4", "2x2x33x3"):
+            entry = run.results[name][label]
+            assert len(entry["rounds_us"]) == done and entry["us"] == statistics.median(entry["rounds_us"])
+    assert run.results["copy"]["1x3x40x4"]["rounds_us"] == [1 + per_round * r for r in range(done)]
+
+
+def test_a_compare_interrupted_in_its_first_round_passes_the_interrupt_on(monkeypatch):
+    """Nothing whole was measured: no partial comparison stands in for one."""
+    impls = {"copy": ("copy", lambda data: data[0].clone())}
+    monkeypatch.setattr(harness, "time_protocol", _counting_timer(1))
+    with pytest.raises(harness.Interrupted):
+        cmp.run_compare(impls, [harness.parse_label("1x3x40x4")], rounds=2, rep_ms=1)
 
 
 @pytest.mark.parametrize("shape", ["2x3x40", "1x5x300", "2x2x33"], ids=["aligned", "several-tiles", "unaligned-rows"])
@@ -570,3 +613,22 @@ def test_a_run_record_is_headed_by_device_commit_and_date(tmp_path, monkeypatch)
     assert path == tmp_path / "new" / "folder" / "tiles.json"
     assert record["commit"] == "abc1234" and record["device"] == harness.device_name() and len(record["date"]) == 10
     assert record["cases"] == {"1x2x40x4": {"best": [64, 1]}}
+
+
+def test_the_compare_command_writes_its_whole_rounds_when_sigterm_ends_it(tmp_path, monkeypatch):
+    """End to end through the CLI: SIGTERM in round 2 of 3 leaves compare.json with round 1's medians and
+    says so in one line, exit 143 (128 + SIGTERM), and nothing enters the history."""
+    from scripts import cli
+
+    monkeypatch.setattr(harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: [harness.parse_label("1x3x40x4")])
+    monkeypatch.setattr(cmp, "build_impls", lambda listed: {"copy": ("copy", lambda data: data[0].clone()),
+                                                            "copy_again": ("copy", lambda data: data[0].clone())})
+    monkeypatch.setattr(cmp, "record_ours", lambda *args: pytest.fail("an interrupted compare entered the history"))
+    monkeypatch.setattr(harness, "time_protocol", _counting_timer(3))
+    result = CliRunner().invoke(cli.cli, ["compare", "--rounds", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 143, result.output
+    assert "interrupted (SIGTERM) after 1 of 3 rounds" in result.output and "Traceback" not in result.output
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["rounds"] == {"asked": 3, "done": 1, "interrupted": "SIGTERM"}
+    assert data["impls"]["copy"]["per_case_us"]["1x3x40x4"] == 1.0
