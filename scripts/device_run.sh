@@ -28,13 +28,19 @@ mkdir -p "$OUT" "$DEV"
 export PYTHONUNBUFFERED=1 EVAL_COOLDOWN_S=${EVAL_COOLDOWN_S:-1}
 LOG=$OUT/log.txt  # written as it goes, so a call cut short still brings its log back
 steps=${*:-env pytest eval runner compare}
+# A SIGTERM to the call's process group (`timeout N bash scripts/device_run.sh ...`) reaches the step's command,
+# which writes what it finished (compare keeps its whole rounds); tee ignores it, so the command's last lines
+# still reach the log, and the trap packs results/device before the script ends.
+pack() { tar czf "$OUT/device.tgz" $DEV; }
+trap 'echo "### stopped by SIGTERM in step ${step:-setup}" >> "$LOG"; pack; exit 143' TERM
+log() { (trap '' TERM; exec tee -a "$LOG"); }
+run() { echo "### $*" | log; "$@" 2>&1 | log; echo "### exit ${PIPESTATUS[0]}" | log; }
 if ls .whl/*.whl >/dev/null 2>&1; then  # carried wheels (helion): the device has no network
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
 python3 scripts/cli.py cases tests > $DEV/tests.txt
 python3 scripts/cli.py cases benchmarks > $DEV/benchmarks.txt
-run() { echo "### $*" | tee -a "$LOG"; "$@" 2>&1 | tee -a "$LOG"; echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; }
 for step in $steps; do
   case $step in
     env) run nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
@@ -50,14 +56,14 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
             for mode in test benchmark leaderboard profile; do
               file=$DEV/tests.txt; [ $mode = test ] || file=$DEV/benchmarks.txt
               res=$DEV/runner_${tag}_$mode.txt
-              echo "### runner $mode $sub" | tee -a "$LOG"
-              POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file --submission "$sub" 3>$res 2>&1 | tee -a "$LOG"
-              echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; grep -v '\.report: ' $res | tee -a "$LOG"
+              echo "### runner $mode $sub" | log
+              POPCORN_FD=3 POPCORN_SEED=${POPCORN_SEED:-31337} python3 eval.py $mode $file --submission "$sub" 3>$res 2>&1 | log
+              echo "### exit ${PIPESTATUS[0]}" | log; grep -v '\.report: ' $res | log
             done;;
     leaderboard) sub=${RUNNER_SUBMISSION:-submission.py}; res=$DEV/runner_leaderboard_public.txt
-            echo "### runner leaderboard (published seeds) $sub" | tee -a "$LOG"
-            POPCORN_FD=3 python3 eval.py leaderboard $DEV/benchmarks.txt --submission "$sub" 3>$res 2>&1 | tee -a "$LOG"
-            echo "### exit ${PIPESTATUS[0]}" | tee -a "$LOG"; tee -a "$LOG" < $res;;
+            echo "### runner leaderboard (published seeds) $sub" | log
+            POPCORN_FD=3 python3 eval.py leaderboard $DEV/benchmarks.txt --submission "$sub" 3>$res 2>&1 | log
+            echo "### exit ${PIPESTATUS[0]}" | log; log < $res;;
     judge) run python3 scripts/cli.py judge ${RUNNER_SUBMISSION:-submission.py} --json $DEV/judge.json;;
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done
@@ -74,7 +80,7 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
                      *" --dry-run "*) run python3 scripts/cli.py helion-tune ${HELION_ARGS:-};;
                      *) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};; esac;;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
-    *) echo "### unknown step $step" | tee -a "$LOG";;
+    *) echo "### unknown step $step" | log;;
   esac
-  tar czf "$OUT/device.tgz" $DEV  # after every step, so a call cut short still brings back what finished
+  pack  # after every step, so a call cut short still brings back what finished
 done

@@ -547,3 +547,35 @@ def test_judge_applies_the_servers_file_rules_as_submit_does(tmp_path, bad):
 def test_remote_show_says_an_id_is_a_positive_integer(value):
     proc = run_cli(["remote", "show", value], {})
     assert proc.returncode == 2 and f"{value!r} is not a submission id: an id is a positive integer" in proc.stderr
+
+
+def test_a_device_call_cut_off_by_timeout_still_packs_what_its_step_wrote(tmp_path):
+    """`timeout N bash scripts/device_run.sh compare` on a step that outlives N: SIGTERM reaches the step's
+    command (a stand-in python3 that writes its partial result on SIGTERM, as compare does), its last line
+    reaches the log through tee, and the script packs results/device into device.tgz before it ends."""
+    import tarfile
+
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "device_run.sh").write_text((ROOT / "scripts" / "device_run.sh").read_text())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"
+    fake.write_text(textwrap.dedent("""\
+        #!/bin/bash
+        if [ "$2" = cases ]; then echo "case"; exit 0; fi
+        trap 'echo "whole rounds kept" > results/device/compare/partial.txt; echo "interrupted (SIGTERM)"; exit 143' TERM
+        mkdir -p results/device/compare; echo "timing"
+        sleep 60 & wait
+        """))
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", OUT=str(out))
+    began = time.monotonic()
+    done = subprocess.run(["timeout", "3", "bash", "scripts/device_run.sh", "compare"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 124 and time.monotonic() - began < 30, (done.returncode, done.stderr)
+    log = (out / "log.txt").read_text()
+    assert "timing" in log and "interrupted (SIGTERM)" in log and "### stopped by SIGTERM in step compare" in log, log
+    with tarfile.open(out / "device.tgz") as packed:
+        member = packed.extractfile("results/device/compare/partial.txt")
+        assert member is not None and member.read() == b"whole rounds kept\n"
