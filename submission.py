@@ -426,13 +426,21 @@ def check_candidate(config, x, weight, bias, out, expected) -> str:
     return ""
 
 
+def decisive_times(record: dict) -> tuple:
+    """The times a pick is made on and their margin: the finalists' re-timing within RETIME_MARGIN where there
+    was one (its spread across processes is ~0.1-0.3%, H100 run51), else the first timing within TUNE_MARGIN."""
+    if record.get("retimed"):
+        return record["retimed"], RETIME_MARGIN
+    return record["timed"], TUNE_MARGIN
+
+
 def search_record(key, x, weight, bias, timer) -> dict:
     """Check every candidate (it builds and matches the formula on this input), then time the ones that
     passed together, their samples interleaved (timer(runs, samples=...) -> microseconds a run); time the
     finalists, those within FINAL_BAND of the fastest, again together with RETIME_SAMPLES samples; the pick
-    is the first finalist within RETIME_MARGIN of the fastest in that re-timing (within TUNE_MARGIN in the
-    first timing where none was re-timed), so the heuristic, timed first, stays unless beaten by more. Returns the record: the pick, each timed candidate's microseconds,
-    the finalists' re-timed microseconds, and each dropped candidate with why.
+    is the first candidate within the margin of the fastest in the deciding times (decisive_times), so the
+    heuristic, timed first, stays unless beaten by more. Returns the record: the pick, each timed candidate's
+    microseconds, the finalists' re-timed microseconds, and each dropped candidate with why.
 
     Builds come first, so none leaves the GPU idle between samples (each takes up to a second), and
     the timing interleaves the candidates' samples: on the H200 every candidate timed whole after the
@@ -469,7 +477,7 @@ def search_record(key, x, weight, bias, timer) -> dict:
     heuristic = (*heuristic_config(*key[1:]), None)
     record = {"key": key, "heuristic": heuristic, "pick": heuristic, "timed": timed, "retimed": retimed,
               "retime_error": retime_error, "dropped": dropped, "acf_files": sorted(glob.glob(ACF_GLOB))}
-    decisive, margin = (retimed, RETIME_MARGIN) if retimed else (timed, TUNE_MARGIN)
+    decisive, margin = decisive_times(record)
     if decisive:
         # The first candidate in the list's order within the margin of the fastest: the heuristic where it
         # is that close, and of near-equal others the same one in every process (H200 run40: on
@@ -484,8 +492,8 @@ def pick_line(record: dict) -> str:
     """The search's one line: the pick and why, what was timed, re-timed and dropped, which control files were found."""
     key, pick, heuristic = record["key"], record["pick"], record["heuristic"]
     us = dict(record["timed"])
-    decisive = dict(record.get("retimed") or us)  # the times the pick was made on, and their margin
-    margin = RETIME_MARGIN if record.get("retimed") else TUNE_MARGIN
+    decisive, margin = decisive_times(record)
+    decisive = dict(decisive)
     if not us:
         why = "the heuristic: no candidate could be timed"
     else:
