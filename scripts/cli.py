@@ -276,7 +276,8 @@ def tiles(files, shapes, rounds, rep_ms, top, out_dir):
 
 
 @cli.command(name="helion-tune")
-@click.option("--effort", default="quick", show_default=True, type=click.Choice(("quick", "full")))
+@click.option("--effort", default="quick", show_default=True, type=click.Choice(("none", "quick", "full")),
+              help="Helion's search effort; none: no search, the file's config timed beside the hand tiles")
 @click.option("--timing", default="runner", show_default=True, type=click.Choice(("runner", "helion")),
               help="what ranks configs: the leaderboard's timing, or Helion's do_bench")
 @click.option("--tests", "with_tests", is_flag=True, help="also tune the test shapes")
@@ -292,6 +293,8 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
         shapes += [c.args for c in harness.cases_from_task("tests")]
     if dry_run and out_dir is not None:
         raise click.ClickException("--dry-run writes nothing, so it takes no --out")
+    if effort == "none" and timing != "runner":
+        raise click.ClickException("--effort none times the hand tiles with the runner's timing, so it takes no --timing helion")
     out_dir = None if dry_run else out_dir or ROOT / "results" / "helion" / "search"
     helion_autotune.autotune(shapes, effort, timing, out_dir, write=not dry_run, echo=click.echo)
     if not dry_run:

@@ -10,8 +10,9 @@ that Helion's own benchmark accepts (it compiles, runs, matches the baseline) is
 the leaderboard times it (eval.time_protocol: cold L2, CUDA graphs, flush subtracted), and that
 number ranks it. Helion's own do_bench brackets each Python call with events, without graphs, and
 ranks by the median; the picks under it measured 1.19x the Triton submission (results/NOTES.md).
-The search's pick is then timed beside a few one-row tiles (ROW_TILES) it may never propose, and the
-fastest that matches the reference is kept.
+The search's pick is then timed beside a few hand tiles (HAND_TILES) it may never propose, and the
+fastest that matches the reference is kept. With --effort none there is no search: the file's own config
+for the shape is timed beside the hand tiles.
 """
 import functools
 import importlib.metadata
@@ -25,10 +26,12 @@ import eval as harness
 from scripts import HELION_SUBMISSION, configs
 
 RANK_REP_MS = 10  # per timed graph: ten samples of two graphs, ~0.2 s a config (the runner's 100 ms: ~2 s)
-# (rows, groups, warps): one-row tiles timed beside the search's pick, which must beat them to be kept.
+# (rows, groups, warps): hand tiles timed beside the search's pick, which must beat them to be kept.
 # On the H200 Helion's quick search picked 4 rows x 128 groups on 1x1536x2048, 1.066x our Triton tile,
-# where the 1 x 512 tile it never proposed read 0.999x (results/NOTES.md v14).
-ROW_TILES = ((1, 128, 1), (1, 256, 1), (1, 512, 1), (1, 512, 2), (1, 1024, 2), (1, 1024, 4))
+# where the 1 x 512 tile it never proposed read 0.999x (results/NOTES.md v14). The two-row tiles are the
+# CUDA kernel's 4096/2 on S = 2048 (a warp a row, two rows a block), the search's pick there.
+HAND_TILES = ((1, 128, 1), (1, 256, 1), (1, 512, 1), (1, 512, 2), (1, 1024, 2), (1, 1024, 4),
+              (2, 256, 1), (2, 512, 1), (2, 512, 2), (2, 1024, 4), (4, 256, 2))
 
 
 def runner_ms(fn, rep_ms: float = RANK_REP_MS) -> float:
@@ -62,11 +65,31 @@ def runner_bench(fns, *, repeat: int, desc=None) -> list:
     return [runner_ms(fn) for fn in fns]
 
 
-def row_tiles(groups: int) -> list[dict]:
-    """ROW_TILES as configs, each no wider than a row of `groups` groups rounded up to a power of two."""
+def hand_tiles(groups: int) -> list[dict]:
+    """HAND_TILES as configs, each no wider than a row of `groups` groups rounded up to a power of two."""
     span = 1 << max(0, groups - 1).bit_length()
-    tiles = dict.fromkeys((rows, min(cols, span), warps) for rows, cols, warps in ROW_TILES)
+    tiles = dict.fromkeys((rows, min(cols, span), warps) for rows, cols, warps in HAND_TILES)
     return [{"block_sizes": [rows, cols], "num_warps": warps} for rows, cols, warps in tiles]
+
+
+def candidates(first: dict | None, groups: int) -> list[dict]:
+    """What is timed on a shape: the search's pick or the file's config (none: the hand tiles alone) first,
+    then each hand tile that is not the same config."""
+    tiles = [tile for tile in hand_tiles(groups) if tile != first]
+    return ([first] if first else []) + tiles
+
+
+def tile_name(config: dict) -> str:
+    rows, cols = config["block_sizes"][:2]
+    return f"{rows}x{cols}/{config.get('num_warps', '?')}"
+
+
+def timed_line(found: dict) -> str:
+    """Every config timed on a shape, fastest first, in microseconds ("failed" where it did not build or match)."""
+    timed = sorted(found.get("timed", []), key=lambda entry: entry["ms"] if entry["ms"] is not None else math.inf)
+    return "  timed: " + ", ".join(
+        f"{tile_name(entry['config'])} {entry['ms'] * 1e3:.2f} us" if entry["ms"] is not None
+        else f"{tile_name(entry['config'])} failed" for entry in timed)
 
 
 def fastest_config(candidates: list[dict], build, check, timer) -> tuple[dict, list]:
@@ -83,21 +106,25 @@ def fastest_config(candidates: list[dict], build, check, timer) -> tuple[dict, l
     return min(timed, key=lambda entry: entry[1])[0], timed
 
 
-def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path) -> dict:
+def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path, current: dict | None = None) -> dict:
     """Helion's search on one shape's input; {"config": ..., "seconds": ...}. With the runner's timing, its
-    pick is timed beside ROW_TILES and the fastest kept ("search_pick" and "timed" record how)."""
+    pick is timed beside HAND_TILES and the fastest kept ("search_pick" and "timed" record how). Effort
+    "none" searches nothing: `current` (the file's config for the shape, if any) meets the hand tiles."""
     import helion
 
     import reference
 
     B, D, S = args["B"], args["D"], args["S"]
     x, weight, bias = reference.generate_input(**args)
-    hooks = dict(autotuner_fn=runner_timed_autotuner, autotune_benchmark_fn=runner_bench) if timing == "runner" else {}
-    kernel = helion.kernel(module.conv1d_groups, static_shapes=True, autotune_effort=effort,
-                           autotune_log=str(out_dir / f"search_{harness.case_label(args)}"), **hooks)
     grouped = (x.view(B * D, S // 4, 4), weight, bias)
     start = time.time()
-    config = dict(kernel.bind(grouped).autotune(grouped, force=True))
+    if effort == "none":
+        config = current
+    else:
+        hooks = dict(autotuner_fn=runner_timed_autotuner, autotune_benchmark_fn=runner_bench) if timing == "runner" else {}
+        kernel = helion.kernel(module.conv1d_groups, static_shapes=True, autotune_effort=effort,
+                               autotune_log=str(out_dir / f"search_{harness.case_label(args)}"), **hooks)
+        config = dict(kernel.bind(grouped).autotune(grouped, force=True))
     found = {"config": config}
     if timing == "runner":
         def build(candidate):
@@ -107,7 +134,7 @@ def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path) 
         def check(out):
             return reference.check_implementation((x, weight, bias), out.view(B, D, S))[0]
 
-        found["config"], timed = fastest_config([config] + row_tiles(S // 4), build, check, runner_ms)
+        found["config"], timed = fastest_config(candidates(config, S // 4), build, check, runner_ms)
         found.update(search_pick=config,
                      timed=[{"config": c, "ms": ms if math.isfinite(ms) else None} for c, ms in timed])
     return {**found, "seconds": round(time.time() - start, 1)}
@@ -126,12 +153,15 @@ def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path | None,
 
 def _autotune(shapes, effort, timing, out_dir: Path, write: bool, echo, path: Path, keep: bool) -> dict:
     module = harness.load_submission(path, "submission_helion")
+    current = configs.read_table(path.read_text())[1]
     out_dir.mkdir(parents=True, exist_ok=True)
     found = {}
     for args in shapes:
         shape = tuple(args[k] for k in harness.SHAPE_FIELDS)  # the key of the file's config table
-        found[shape] = autotune_shape(module, args, effort, timing, out_dir)
+        found[shape] = autotune_shape(module, args, effort, timing, out_dir, current.get(shape))
         echo(f"{harness.case_label(args)}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
+        if found[shape].get("timed"):
+            echo(timed_line(found[shape]))
         if keep:
             harness.write_whole(out_dir / "configs.json", json.dumps(
                 {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),

@@ -125,13 +125,16 @@ def test_helion_tune_writes_each_pick_into_the_table_and_configs_json(tmp_path, 
     copy.write_text(HELION_FILE.read_text())
     monkeypatch.setattr(helion_autotune.harness, "load_submission", lambda path, name: object())
     picks = iter([{"block_sizes": [2, 64], "num_warps": 4}, {"block_sizes": [1, 128], "num_warps": 1}])
-    monkeypatch.setattr(helion_autotune, "autotune_shape",
-                        lambda module, args, effort, timing, out: {"config": next(picks), "seconds": 1.0})
+    given = []
+    monkeypatch.setattr(helion_autotune, "autotune_shape", lambda module, args, effort, timing, out, current:
+                        given.append(current) or {"config": next(picks), "seconds": 1.0})
     shapes = [dict(zip("BDSW", shape)) for shape in task_shapes("benchmarks")[:2]]
     said = []
     found = helion_autotune.autotune(shapes, "quick", "runner", tmp_path / "out", write=True, echo=said.append,
                                      path=copy)
     assert len(found) == 2 and len(said) == 2
+    file_table = configs.read_table(HELION_FILE.read_text())[1]
+    assert given == [file_table[shape] for shape in task_shapes("benchmarks")[:2]]  # each search is handed the file's config
     table = configs.read_table(copy.read_text())[1]
     assert table[task_shapes("benchmarks")[0]] == {"block_sizes": [2, 64], "num_warps": 4}
     assert table[task_shapes("benchmarks")[2]] == configs.read_table(HELION_FILE.read_text())[1][task_shapes("benchmarks")[2]]
@@ -149,7 +152,7 @@ def test_helion_tune_dry_run_writes_nothing(tmp_path, monkeypatch):
 
     logs = []
 
-    def search(module, args, effort, timing, out_dir):
+    def search(module, args, effort, timing, out_dir, current):
         (out_dir / f"search_{harness.case_label(args)}").write_text("Helion's log")  # what Helion's search leaves
         logs.append(out_dir)
         return {"config": {"block_sizes": [2, 64], "num_warps": 4}, "seconds": 1.0}
@@ -168,16 +171,38 @@ def test_helion_tune_dry_run_writes_nothing(tmp_path, monkeypatch):
     assert (sorted(results.rglob("*")) if results.exists() else []) == listed
     refused = CliRunner().invoke(cli.cli, ["helion-tune", "--dry-run", "--out", str(tmp_path / "o")])
     assert refused.exit_code != 0 and "takes no --out" in refused.output and not (tmp_path / "o").exists()
+    refused = CliRunner().invoke(cli.cli, ["helion-tune", "--dry-run", "--effort", "none", "--timing", "helion"])
+    assert refused.exit_code != 0 and "takes no --timing helion" in refused.output
 
 
 @pytest.mark.parametrize("groups, widest", [(16, 16), (128, 128), (300, 512), (512, 512), (1024, 1024), (2048, 1024)])
-def test_row_tiles_fit_the_row_rounded_up_to_a_power_of_two(groups, widest):
+def test_hand_tiles_fit_the_row_rounded_up_to_a_power_of_two(groups, widest):
     from scripts import helion_autotune
 
-    tiles = helion_autotune.row_tiles(groups)
+    tiles = helion_autotune.hand_tiles(groups)
     assert tiles and max(tile["block_sizes"][1] for tile in tiles) == widest
-    assert all(tile["block_sizes"][0] == 1 for tile in tiles)
+    assert {tile["block_sizes"][0] for tile in tiles} == {1, 2, 4}  # one-row tiles and the CUDA kernel's multi-row ones
     assert len({str(tile) for tile in tiles}) == len(tiles)  # a narrow row folds the wider tiles into one
+
+
+@pytest.mark.parametrize("first", [None, {"block_sizes": [1, 512], "num_warps": 1}, {"block_sizes": [8, 8], "num_warps": 2}])
+def test_the_candidates_are_the_first_config_then_every_other_hand_tile(first):
+    from scripts import helion_autotune
+
+    tiles = helion_autotune.hand_tiles(512)
+    listed = helion_autotune.candidates(first, 512)
+    assert listed[0] == (first or tiles[0])
+    assert sorted(map(str, listed)) == sorted(map(str, ([first] if first else []) + [t for t in tiles if t != first]))
+    assert len({str(config) for config in listed}) == len(listed)  # the file's config, if a hand tile, is timed once
+
+
+def test_the_timed_line_lists_every_config_fastest_first_and_names_failures():
+    from scripts import helion_autotune
+
+    found = {"timed": [{"config": {"block_sizes": [1, 512], "num_warps": 1}, "ms": 0.0125},
+                       {"config": {"block_sizes": [2, 512], "num_warps": 2}, "ms": None},
+                       {"config": {"block_sizes": [2, 256], "num_warps": 1}, "ms": 0.0121}]}
+    assert helion_autotune.timed_line(found) == "  timed: 2x256/1 12.10 us, 1x512/1 12.50 us, 2x512/2 failed"
 
 
 def test_the_fastest_config_that_builds_and_checks_is_kept():
