@@ -32,19 +32,31 @@ REQUIRED = ("time", "gpu", "outcome")
 
 def git_commit(root: Path = ROOT) -> str:
     """The short commit of the workspace, with '+dirty' where a tracked file differs from it (uncommitted
-    edits, or a tree carried beside an older .git: run37's device answered the commit before its tree's);
-    WORKSPACE_COMMIT names it where the tree travels without .git or beside a stale one."""
-    if os.environ.get("WORKSPACE_COMMIT"):
-        return os.environ["WORKSPACE_COMMIT"]
+    edits, or a tree carried beside an older .git: run37's device answered the commit before its tree's).
+    WORKSPACE_COMMIT names it where the tree travels without .git or beside a stale one; where it names the
+    commit git itself has checked out, git still says whether the tree differs (run55 set it, on the device,
+    from the device's stale git, and the record named a commit the tree was not)."""
+    state = git_state(root)
+    named = os.environ.get("WORKSPACE_COMMIT")
+    if named:
+        same = state is not None and (named.startswith(state[0]) or state[0].startswith(named))
+        return named + ("+dirty" if same and state[1] and not named.endswith("+dirty") else "")
+    if state is None:
+        return "unknown"
+    return state[0] + ("+dirty" if state[1] else "")
+
+
+def git_state(root: Path) -> tuple[str, bool] | None:
+    """(git's short HEAD, whether a tracked file differs from it), or None where git cannot say."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
         if not head.stdout.strip():
-            return "unknown"
+            return None
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                 capture_output=True, text=True)
-        return head.stdout.strip() + ("+dirty" if status.returncode or status.stdout.strip() else "")
+        return head.stdout.strip(), bool(status.returncode or status.stdout.strip())
     except OSError:
-        return "unknown"
+        return None
 
 
 def file_hash(path) -> str:

@@ -601,7 +601,11 @@ def test_the_commit_stamp_says_dirty_where_a_tracked_file_differs_from_it(tmp_pa
     assert history.git_commit(tmp_path) == short + "+dirty"
     assert history.git_commit(tmp_path / "untracked.txt") == "unknown"  # not a folder git can run in
     monkeypatch.setenv("WORKSPACE_COMMIT", "abc1234")
-    assert history.git_commit(tmp_path) == "abc1234"
+    assert history.git_commit(tmp_path) == "abc1234"  # another commit than git's: the tree beside a stale .git
+    monkeypatch.setenv("WORKSPACE_COMMIT", short)  # git's own HEAD: git can still tell the tree differs (run55)
+    assert history.git_commit(tmp_path) == short + "+dirty"
+    (tmp_path / "kernel.py").write_text("a = 1\n")
+    assert history.git_commit(tmp_path) == short
 
 
 def test_a_run_record_is_headed_by_device_commit_and_date(tmp_path, monkeypatch):
