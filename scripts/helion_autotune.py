@@ -26,7 +26,7 @@ import eval as harness
 from scripts import HELION_SUBMISSION, configs
 
 RANK_REP_MS = 10  # per timed graph: ten samples of two graphs, ~0.2 s a config (the runner's 100 ms: ~2 s)
-# (rows, groups, warps): hand tiles timed beside the search's pick, which must beat them to be kept.
+# (rows, groups, warps): hand tiles timed beside the search's pick, which they replace only by KEEP_MARGIN.
 # On the H200 Helion's quick search picked 4 rows x 128 groups on 1x1536x2048, 1.066x our Triton tile,
 # where the 1 x 512 tile it never proposed read 0.999x (results/NOTES.md v14). The two-row tiles are the
 # CUDA kernel's 4096/2 on S = 2048 (a warp a row, two rows a block), the search's pick there.
@@ -98,8 +98,8 @@ def timed_line(found: dict) -> str:
 
 def fastest_config(candidates: list[dict], build, check, timer) -> tuple[dict, list]:
     """The first candidate, in the list's order, that builds, passes check and times within KEEP_MARGIN of
-    the fastest: build(config) -> a call, check(its output) -> bool, timer(call) -> ms. Returns it and every
-    candidate's ms (inf where it failed to build or check)."""
+    the fastest: build(config) -> a call, check(its output) -> bool, timer(call) -> ms. Returns it (None where
+    none built and matched) and every candidate's ms (inf where it failed to build or check)."""
     timed = []
     for config in candidates:
         try:
@@ -108,14 +108,17 @@ def fastest_config(candidates: list[dict], build, check, timer) -> tuple[dict, l
         except Exception:  # as in Helion's own search: a config that fails is never chosen
             ms = math.inf
         timed.append((config, ms))
-    fastest = min(ms for _, ms in timed)
+    fastest = min((ms for _, ms in timed), default=math.inf)
+    if not math.isfinite(fastest):
+        return None, timed
     return next(config for config, ms in timed if ms <= fastest * (1 + KEEP_MARGIN)), timed
 
 
 def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path, current: dict | None = None) -> dict:
     """Helion's search on one shape's input; {"config": ..., "seconds": ...}. With the runner's timing, its
-    pick is timed beside HAND_TILES and the fastest kept ("search_pick" and "timed" record how). Effort
-    "none" searches nothing: `current` (the file's config for the shape, if any) meets the hand tiles."""
+    pick is timed beside HAND_TILES and kept unless one is KEEP_MARGIN faster ("search_pick" and "timed"
+    record how); config None where nothing built and matched. Effort "none" searches nothing: `current`
+    (the file's config for the shape, if any) meets the hand tiles, recorded as "file_config"."""
     import helion
 
     import reference
@@ -141,7 +144,7 @@ def autotune_shape(module, args: dict, effort: str, timing: str, out_dir: Path, 
             return reference.check_implementation((x, weight, bias), out.view(B, D, S))[0]
 
         found["config"], timed = fastest_config(candidates(config, S // 4), build, check, runner_ms)
-        found.update(search_pick=config,
+        found.update({"file_config" if effort == "none" else "search_pick": config},
                      timed=[{"config": c, "ms": ms if math.isfinite(ms) else None} for c, ms in timed])
     return {**found, "seconds": round(time.time() - start, 1)}
 
@@ -150,7 +153,10 @@ def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path | None,
              path: Path = HELION_SUBMISSION) -> dict:
     """Every shape in turn; configs.json rewritten and (with write) the file's table updated after each,
     so a search cut short still leaves what it found. out_dir None (a dry run): Helion's logs go to a
-    temporary folder that is removed, and nothing is written."""
+    temporary folder that is removed, and nothing is written. Effort "none" times with the runner's timing
+    only: it has no search whose pick could stand alone."""
+    if effort == "none" and timing != "runner":
+        raise ValueError("effort none times the hand tiles with the runner's timing, not Helion's")
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="helion-dry-run-") as scratch:
             return _autotune(shapes, effort, timing, Path(scratch), False, echo, path, keep=False)
@@ -174,6 +180,8 @@ def _autotune(shapes, effort, timing, out_dir: Path, write: bool, echo, path: Pa
                  "effort": effort, "timing": timing,
                  "configs": {harness.case_label(dict(zip(harness.SHAPE_FIELDS, k))): v for k, v in found.items()}},
                 indent=2), flag="--out")
-        if write:
+        if found[shape]["config"] is None:
+            echo("  no config built and matched the reference: the file keeps its entry")
+        elif write:
             harness.write_whole(path, configs.rewrite(path.read_text(), {shape: found[shape]["config"]}), flag="the Helion file")
     return found

@@ -39,7 +39,8 @@ def git_commit(root: Path = ROOT) -> str:
     state = git_state(root)
     named = os.environ.get("WORKSPACE_COMMIT")
     if named:
-        same = state is not None and (named.startswith(state[0]) or state[0].startswith(named))
+        bare = named.removesuffix("+dirty")
+        same = state is not None and len(bare) >= 7 and (bare.startswith(state[0]) or state[0].startswith(bare))
         return named + ("+dirty" if same and state[1] and not named.endswith("+dirty") else "")
     if state is None:
         return "unknown"

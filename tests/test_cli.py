@@ -604,6 +604,11 @@ def test_the_commit_stamp_says_dirty_where_a_tracked_file_differs_from_it(tmp_pa
     assert history.git_commit(tmp_path) == "abc1234"  # another commit than git's: the tree beside a stale .git
     monkeypatch.setenv("WORKSPACE_COMMIT", short)  # git's own HEAD: git can still tell the tree differs (run55)
     assert history.git_commit(tmp_path) == short + "+dirty"
+    monkeypatch.setenv("WORKSPACE_COMMIT", short[:4])  # too short to say it is git's HEAD: taken as given
+    assert history.git_commit(tmp_path) == short[:4]
+    monkeypatch.setenv("WORKSPACE_COMMIT", short + "+dirty")  # already says so: not twice
+    assert history.git_commit(tmp_path) == short + "+dirty"
+    monkeypatch.setenv("WORKSPACE_COMMIT", short)
     (tmp_path / "kernel.py").write_text("a = 1\n")
     assert history.git_commit(tmp_path) == short
 

@@ -185,15 +185,17 @@ def test_hand_tiles_fit_the_row_rounded_up_to_a_power_of_two(groups, widest):
     assert len({str(tile) for tile in tiles}) == len(tiles)  # a narrow row folds the wider tiles into one
 
 
-@pytest.mark.parametrize("first", [None, {"block_sizes": [1, 512], "num_warps": 1}, {"block_sizes": [8, 8], "num_warps": 2}])
-def test_the_candidates_are_the_first_config_then_every_other_hand_tile(first):
+@pytest.mark.parametrize("first, count", [(None, 0), ({"block_sizes": [1, 512], "num_warps": 1}, 0),
+                                          ({"block_sizes": [8, 8], "num_warps": 2}, 1)])
+def test_the_candidates_are_the_first_config_then_every_other_hand_tile(first, count):
+    """The file's config (or the search's pick) goes first; where it is a hand tile it is timed once, where
+    it is not it adds one; with none the hand tiles alone."""
     from scripts import helion_autotune
 
     tiles = helion_autotune.hand_tiles(512)
     listed = helion_autotune.candidates(first, 512)
-    assert listed[0] == (first or tiles[0])
-    assert sorted(map(str, listed)) == sorted(map(str, ([first] if first else []) + [t for t in tiles if t != first]))
-    assert len({str(config) for config in listed}) == len(listed)  # the file's config, if a hand tile, is timed once
+    assert listed[0] == (first or tiles[0]) and len(listed) == len(tiles) + count
+    assert all(tile in listed for tile in tiles)
 
 
 def test_the_timed_line_lists_every_config_fastest_first_and_names_failures():
@@ -224,6 +226,31 @@ def test_the_fastest_config_that_builds_and_checks_is_kept():
     alone, _ = helion_autotune.fastest_config([{"name": "pick"}], build, check=lambda out: True,
                                               timer=lambda call: speed[call()])
     assert alone == {"name": "pick"}
+
+
+def test_where_nothing_builds_or_matches_no_config_is_chosen():
+    from scripts import helion_autotune
+
+    best, timed = helion_autotune.fastest_config([{"name": "a"}, {"name": "b"}], lambda config: lambda: 0,
+                                                 check=lambda out: False, timer=lambda call: 1.0)
+    assert best is None and [ms for _, ms in timed] == [math.inf, math.inf]
+
+
+def test_helion_tune_keeps_the_files_entry_where_no_config_built(tmp_path, monkeypatch):
+    from scripts import helion_autotune
+
+    copy = tmp_path / "submission_helion.py"
+    copy.write_text(HELION_FILE.read_text())
+    monkeypatch.setattr(helion_autotune.harness, "load_submission", lambda path, name: object())
+    monkeypatch.setattr(helion_autotune, "autotune_shape", lambda module, args, effort, timing, out, current:
+                        {"config": None, "seconds": 1.0, "timed": [{"config": current, "ms": None}]})
+    said = []
+    helion_autotune.autotune([dict(zip("BDSW", task_shapes("benchmarks")[0]))], "none", "runner", tmp_path / "out",
+                             write=True, echo=said.append, path=copy)
+    assert copy.read_text() == HELION_FILE.read_text()
+    assert any("the file keeps its entry" in line for line in said) and any("failed" in line for line in said)
+    with pytest.raises(ValueError, match="runner's timing"):
+        helion_autotune.autotune([], "none", "helion", None, write=False, path=copy)
 
 
 @pytest.mark.parametrize("tile_ms, kept", [(0.995, "pick"), (0.989, "tile")])
