@@ -293,10 +293,11 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
         shapes += [c.args for c in harness.cases_from_task("tests")]
     if dry_run and out_dir is not None:
         raise click.ClickException("--dry-run writes nothing, so it takes no --out")
-    if effort == "none" and timing != "runner":
-        raise click.ClickException("--effort none times the hand tiles with the runner's timing, so it takes no --timing helion")
     out_dir = None if dry_run else out_dir or ROOT / "results" / "helion" / "search"
-    helion_autotune.autotune(shapes, effort, timing, out_dir, write=not dry_run, echo=click.echo)
+    try:
+        helion_autotune.autotune(shapes, effort, timing, out_dir, write=not dry_run, echo=click.echo)
+    except helion_autotune.EffortError as error:
+        raise click.ClickException(str(error)) from None
     if not dry_run:
         click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated")
 

@@ -38,6 +38,10 @@ HAND_TILES = ((1, 128, 1), (1, 256, 1), (1, 512, 1), (1, 512, 2), (1, 1024, 2), 
               (2, 256, 1), (2, 512, 1), (2, 512, 2), (2, 1024, 4), (4, 256, 2))
 
 
+class EffortError(ValueError):
+    """An effort and a timing that do not go together."""
+
+
 def runner_ms(fn, rep_ms: float = RANK_REP_MS) -> float:
     """One call of fn, timed as the leaderboard times it, in milliseconds (Helion's unit)."""
     return harness.time_protocol(fn, rep_ms).mean / 1e6
@@ -156,7 +160,7 @@ def autotune(shapes: list[dict], effort: str, timing: str, out_dir: Path | None,
     temporary folder that is removed, and nothing is written. Effort "none" times with the runner's timing
     only: it has no search whose pick could stand alone."""
     if effort == "none" and timing != "runner":
-        raise ValueError("effort none times the hand tiles with the runner's timing, not Helion's")
+        raise EffortError("--effort none times the hand tiles with the runner's timing, so it takes no --timing helion")
     if out_dir is None:
         with tempfile.TemporaryDirectory(prefix="helion-dry-run-") as scratch:
             return _autotune(shapes, effort, timing, Path(scratch), False, echo, path, keep=False)
