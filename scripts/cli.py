@@ -1,5 +1,5 @@
 """The leaderboard loop from one command: test, bench, compare, tune, search-check, tiles, helion-tune,
-profile, estimate, cases, submit, judge, remote (list, show, standings), history.
+profile, sass, estimate, cases, submit, judge, remote (list, show, standings), history.
 
     python scripts/cli.py --help        (or: python -m scripts --help)
 
@@ -353,6 +353,41 @@ def profile(file, case_index, shape, tiles, builds, out_dir):
     except (RuntimeError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     click.echo(table)
+    click.echo(f"wrote {out_dir}")
+
+
+@cli.command()
+@FILE
+@click.option("--entry", help="the kernel to build, with its template arguments, e.g. "
+                               "'causal_conv1d_shuffle<4, 16, true>' (W, groups a thread, evict-first)")
+@click.option("--arch", default="sm_90", show_default=True, help="the GPU architecture to build for (sm_100: the B200)")
+@out_option("sass.json, the listing and the cubin", "results/runs/sass/ARCH")
+def sass(file, entry, arch, out_dir):
+    """FILE's CUDA kernel built offline (NVRTC, no GPU) and read as SASS: registers, spills, the loads'
+    scoreboards, the loads the first FFMA waits behind and the FFMAs after the last load."""
+    from scripts import sass as offline
+
+    impl = registry.kernel_file(file, "variant", f"sass_{file.stem}")
+    try:
+        source = registry.seam_of(impl.make(), "CUDA_SOURCE")
+    except (ImportError, ValueError) as error:
+        raise click.ClickException(f"{file.name} did not load: {error}") from None
+    if source is None:
+        raise click.ClickException(f"{file.name} defines no CUDA_SOURCE: sass reads a kernel file's CUDA kernel")
+    if not entry:
+        found = "; ".join(offline.kernel_entries(source)) or "none"
+        raise click.ClickException(f"name the kernel and its template arguments with --entry (found: {found})")
+    problem = offline.unavailable()
+    if problem:
+        raise click.ClickException(problem)
+    out_dir = out_dir or ROOT / "results" / "runs" / "sass" / arch
+    try:
+        record, listing = offline.sass_record(source, entry, arch, out_dir)
+    except offline.SassError as error:
+        raise click.ClickException(str(error)) from None
+    harness.write_whole(out_dir / "sass.txt", listing, flag="--out")
+    write_record(out_dir, "sass.json", {"file": str(file), **record})
+    click.echo(offline.format_record(record))
     click.echo(f"wrote {out_dir}")
 
 

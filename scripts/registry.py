@@ -44,6 +44,7 @@ SEAM_OFFERS = {
     "TUNE_MIN_OUTPUTS": "outputs below which a first call does not search",
     "columns": "columns(group) -> an [N, 4] group's four columns: a Triton helper the variants build on",
     "add_taps": "add_taps(acc, cols, w_row, W, q, j) -> acc plus one group's taps: a Triton helper the variants build on",
+    "CUDA_SOURCE": "the CUDA C++ source its CUDA builds compile (sass builds it offline)",
     "SHAPE_CONFIGS": "Helion: dict (B, D, S, W) -> config, the measured table",
     "conv1d_groups": "conv1d_groups(...): Helion's kernel body, the one helion-tune autotunes",
 }
