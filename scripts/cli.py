@@ -363,17 +363,17 @@ def profile(file, case_index, shape, tiles, builds, out_dir):
 @click.option("--arch", default="sm_90", show_default=True, help="the GPU architecture to build for (sm_100: the B200)")
 @out_option("sass.json, the listing and the cubin", "results/runs/sass/ARCH")
 def sass(file, entry, arch, out_dir):
-    """FILE's CUDA kernel built offline (NVRTC, no GPU) and read as SASS: registers, spills, the loads'
-    scoreboards, the loads the first FFMA waits behind and the FFMAs after the last load."""
+    """FILE's CUDA kernel built offline (NVRTC, no GPU) and read as SASS: registers, spills, the loads by
+    scoreboard, and the FFMAs after the point where the last load is first waited for."""
     from scripts import sass as offline
 
-    impl = registry.kernel_file(file, "variant", f"sass_{file.stem}")
     try:
-        source = registry.seam_of(impl.make(), "CUDA_SOURCE")
-    except (ImportError, ValueError) as error:
-        raise click.ClickException(f"{file.name} did not load: {error}") from None
-    if source is None:
-        raise click.ClickException(f"{file.name} defines no CUDA_SOURCE: sass reads a kernel file's CUDA kernel")
+        module = registry.load_kernel_file(file, f"sass_{file.stem}")
+    except Exception as error:  # a kernel file is the user's code: whatever its import raises, one sentence
+        raise click.ClickException(f"{file.name} did not load: {type(error).__name__}: {error}") from None
+    source = getattr(module, "CUDA_SOURCE", None)
+    if not isinstance(source, str):
+        raise click.ClickException(f"{file.name} defines no CUDA_SOURCE string: sass reads a kernel file's CUDA kernel")
     if not entry:
         found = "; ".join(offline.kernel_entries(source)) or "none"
         raise click.ClickException(f"name the kernel and its template arguments with --entry (found: {found})")
@@ -382,11 +382,18 @@ def sass(file, entry, arch, out_dir):
         raise click.ClickException(problem)
     out_dir = out_dir or ROOT / "results" / "runs" / "sass" / arch
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(f"--out {out_dir}: the folder cannot be made ({error.strerror})") from None
+    problem = harness.output_problem(out_dir / "sass.json", "--out")
+    if problem:
+        raise click.ClickException(problem)
+    try:
         record, listing = offline.sass_record(source, entry, arch, out_dir)
-    except offline.SassError as error:
+    except (offline.SassError, OSError) as error:
         raise click.ClickException(str(error)) from None
     harness.write_whole(out_dir / "sass.txt", listing, flag="--out")
-    write_record(out_dir, "sass.json", {"file": str(file), **record})
+    write_record(out_dir, "sass.json", {"device": f"none: built offline for {arch}", "file": str(file), **record})
     click.echo(offline.format_record(record))
     click.echo(f"wrote {out_dir}")
 

@@ -1,30 +1,40 @@
 """A kernel file's CUDA kernel as SASS, offline: what ptxas did with it, with no GPU.
 
-NVRTC builds the cubin for the named architecture, as torch.cuda._compile_kernel builds it on the GPU
-(the device's torch 2.11 is a CUDA 13.0 build); Triton's cuobjdump prints it; the control word of each
-instruction says which scoreboard it sets and which it waits on. The record: registers and spills (from
-ptxas), the instruction mix, the global loads by the scoreboard each sets, how many have landed by the
-first FFMA, and how many FFMAs run after the last one lands (a load has landed at the first instruction
-that waits on its scoreboard). On a case of one wave that last number is a tail no other warp hides:
-results/NOTES.md v33 found submission.py's CUDA kernel at V = 16 with every load landed before its first
-FFMA and so all its FFMAs after the last, at 95 registers, the count ncu reads on the GPU.
+NVRTC builds the cubin for the named architecture with the options torch.cuda._compile_kernel passes it on
+the GPU (its include paths aside); cuobjdump prints that one kernel; the control word of each instruction
+says which scoreboard it sets and which it waits on. The record: registers and spills (ptxas's), the
+instruction mix, the global loads by the scoreboard each sets, and the FFMAs placed after the point where
+the last load is first waited for. On a case of one wave those FFMAs are a tail no other warp hides:
+results/NOTES.md v33 found submission.py's CUDA kernel at 16 groups a thread with all 256 of its FFMAs
+there, at 95 registers, the count ncu reads on the GPU.
 
-NVRTC is found in the nvidia-* packages a CUDA build of torch brings, or in requirements-sass.txt's.
+The reading is static, in address order: it follows no branch and counts LDG only. Where the listing
+has a backward branch (a loop), DEPBAR or LDGSTS, the record says so under "caveats", and its counts are
+a lower bound on what the thread waits for.
+
+NVRTC comes with a CUDA build of torch (the nvidia-* packages it brings) or from requirements-sass.txt.
 """
 import ctypes
 import dataclasses
+import importlib.util
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-# NVRTC's libraries inside the nvidia-* wheels, newest first; the builtins library must load beside it
-NVRTC_WHEEL_LIBS = (("nvidia/cu13/lib", "libnvrtc.so.13", "libnvrtc-builtins.so.13.*"),
-                    ("nvidia/cuda_nvrtc/lib", "libnvrtc.so.12", "libnvrtc-builtins.so.12.*"))
-NO_SCOREBOARD = 7  # a control word's scoreboard field when the instruction sets none
+# NVRTC inside the nvidia-* wheels, newest first: (folder under the nvidia package, library, its builtins)
+NVRTC_WHEEL_LIBS = (("cu13/lib", "libnvrtc.so.13", "libnvrtc-builtins.so.13.*"),
+                    ("cuda_nvrtc/lib", "libnvrtc.so.12", "libnvrtc-builtins.so.12.*"))
+NVRTC_BY_NAME = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so")  # a system CUDA's, as torch finds it
+ARCH = re.compile(r"sm_\d+[a-z]?")
+INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]{16}) \*/")
+CONTROL = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
+BRANCH_TARGET = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
+NO_SCOREBOARD = 7  # a control word's scoreboard field where the instruction sets none
 FMA = "FFMA"
 GLOBAL_LOAD = "LDG"
+UNFOLLOWED = {"DEPBAR": "DEPBAR waits on scoreboard counts this reading does not follow",
+              "LDGSTS": "LDGSTS (cp.async) loads are not counted as global loads"}
 
 
 class SassError(RuntimeError):
@@ -36,98 +46,137 @@ class Instruction:
     address: int
     opcode: str  # the mnemonic without its modifiers: LDG, FFMA, SHFL
     text: str
-    sets: int | None  # the scoreboard a variable-latency result (a load's) releases when it lands
+    sets: int | None  # the scoreboard a variable-latency result (a load's) releases when it is written
     waits: tuple[int, ...]  # scoreboards this instruction waits on before it issues
 
 
-def nvrtc_library() -> Path | None:
-    """libnvrtc from the nvidia-* wheels on sys.path, newest CUDA first, or None."""
-    for folder, name, _ in NVRTC_WHEEL_LIBS:
-        for root in sys.path:
-            path = Path(root or ".") / folder / name
+def wheel_nvrtc() -> tuple[Path, list[Path]] | None:
+    """(libnvrtc, its builtins) from the nvidia-* wheels this Python imports from, newest CUDA first."""
+    spec = importlib.util.find_spec("nvidia")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for sub, name, builtins in NVRTC_WHEEL_LIBS:
+            path = Path(folder).resolve() / sub / name
             if path.is_file():
-                return path
+                return path, sorted(path.parent.glob(builtins))
     return None
+
+
+def load_nvrtc():
+    """NVRTC as a ctypes library: the wheels' (its builtins loaded first, as it opens them by name and
+    has no RUNPATH), else one the dynamic loader finds. SassError where there is none."""
+    try:
+        found = wheel_nvrtc()
+        if found:
+            library, builtins = found
+            for path in builtins:
+                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(str(library))
+        for name in NVRTC_BY_NAME:
+            try:
+                return ctypes.CDLL(name)
+            except OSError:
+                continue
+    except OSError as error:
+        raise SassError(f"NVRTC did not load: {error}") from None
+    raise SassError("sass builds with NVRTC, and none is installed for this Python "
+                    "(pip install -r requirements-sass.txt).")
 
 
 def cuobjdump() -> Path | None:
     """Triton's own cuobjdump, else one on PATH, or None."""
-    try:
-        import triton.backends.nvidia as nvidia
-        bundled = Path(nvidia.__file__).parent / "bin" / "cuobjdump"
+    spec = importlib.util.find_spec("triton")
+    if spec and spec.submodule_search_locations:
+        bundled = Path(spec.submodule_search_locations[0]) / "backends" / "nvidia" / "bin" / "cuobjdump"
         if bundled.is_file():
             return bundled
-    except ImportError:
-        pass
     found = shutil.which("cuobjdump")
     return Path(found) if found else None
 
 
 def unavailable() -> str | None:
     """Why sass cannot run here, in one sentence, or None."""
-    if nvrtc_library() is None:
-        return ("sass builds with NVRTC, and no libnvrtc from the nvidia-* packages is on this Python's path "
-                "(pip install -r requirements-sass.txt).")
+    try:
+        load_nvrtc()
+    except SassError as error:
+        return str(error)
     if cuobjdump() is None:
         return "sass reads the cubin with cuobjdump, and neither Triton's nor one on PATH was found."
     return None
 
 
-def load_nvrtc(library: Path):
-    for _, name, builtins in NVRTC_WHEEL_LIBS:
-        if library.name == name:  # libnvrtc opens its builtins by name: load them first, where it will look
-            for path in sorted(library.parent.glob(builtins)):
-                ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-    return ctypes.CDLL(str(library))
+def nvrtc_options(arch: str) -> list[bytes]:
+    """torch.cuda._compile_kernel's options (its include paths aside), and ptxas's resource report."""
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS
+
+    flags = [flag for flag in COMMON_NVCC_FLAGS if flag != "--expt-relaxed-constexpr"]  # as torch filters them
+    return [f"--gpu-architecture={arch}".encode(), *(flag.encode() for flag in flags), b"-Xptxas=-v"]
 
 
-def build(source: str, entry: str, arch: str) -> tuple[bytes, str]:
-    """(cubin, ptxas's log) of `entry` (a kernel name with its template arguments) from `source`."""
-    library = nvrtc_library()
-    if library is None:
-        raise SassError(unavailable())
-    nvrtc = load_nvrtc(library)
+def build(source: str, entry: str, arch: str) -> tuple[bytes, str, str]:
+    """(cubin, ptxas's report for the entry, the entry's mangled name) of `entry`, a kernel name with its
+    template arguments, from `source`."""
+    nvrtc = load_nvrtc()
+    nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
+
+    def check(result: int, doing: str) -> None:
+        if result:
+            raise SassError(f"NVRTC could not {doing}: {nvrtc.nvrtcGetErrorString(result).decode()}")
+
     program = ctypes.c_void_p()
-    if nvrtc.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu", 0, None, None):
-        raise SassError("NVRTC could not take the source")
+    check(nvrtc.nvrtcCreateProgram(ctypes.byref(program), source.encode(), b"kernel.cu", 0, None, None),
+          "take the source")
     try:
-        nvrtc.nvrtcAddNameExpression(program, entry.encode())
-        options = [f"--gpu-architecture={arch}".encode(), b"-default-device", b"--std=c++17", b"-Xptxas=-v"]
+        check(nvrtc.nvrtcAddNameExpression(program, entry.encode()), f"take the entry {entry}")
+        options = nvrtc_options(arch)
         failed = nvrtc.nvrtcCompileProgram(program, len(options), (ctypes.c_char_p * len(options))(*options))
         size = ctypes.c_size_t()
-        nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+        check(nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size)), "report its log")
         log = ctypes.create_string_buffer(size.value)
-        nvrtc.nvrtcGetProgramLog(program, log)
+        check(nvrtc.nvrtcGetProgramLog(program, log), "report its log")
         log_text = log.value.decode(errors="replace")
         if failed:
             first = next((line for line in log_text.splitlines() if "error" in line), log_text.strip()[:300])
             raise SassError(f"NVRTC could not build {entry} for {arch}: {first.strip()}")
-        nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size))
+        mangled = ctypes.c_char_p()
+        check(nvrtc.nvrtcGetLoweredName(program, entry.encode(), ctypes.byref(mangled)), f"name {entry}")
+        mangled_name = mangled.value.decode()
+        check(nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size)), "size the cubin")
         cubin = ctypes.create_string_buffer(size.value)
-        nvrtc.nvrtcGetCUBIN(program, cubin)
-        return cubin.raw, log_text
+        check(nvrtc.nvrtcGetCUBIN(program, cubin), "hand over the cubin")
+        return cubin.raw, entry_report(log_text, mangled_name), mangled_name
     finally:
         nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
 
 
+def entry_report(log: str, mangled: str) -> str:
+    """ptxas's -v lines for one kernel: from its 'Compiling entry function' line to the next kernel's."""
+    start = log.find(f"Compiling entry function '{mangled}'")
+    if start < 0:
+        return ""
+    end = log.find("Compiling entry function", start + 1)
+    return log[start:end if end >= 0 else len(log)]
+
+
 def nvrtc_version() -> str:
     major, minor = ctypes.c_int(), ctypes.c_int()
-    load_nvrtc(nvrtc_library()).nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    load_nvrtc().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
     return f"{major.value}.{minor.value}"
 
 
-def disassemble(cubin: bytes, folder: Path) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
+def disassemble(cubin: bytes, mangled: str, folder: Path) -> str:
+    """cuobjdump -sass of the one kernel `mangled` in the cubin (written into folder)."""
     path = folder / "kernel.cubin"
     path.write_bytes(cubin)
-    done = subprocess.run([str(cuobjdump()), "-sass", str(path)], capture_output=True, text=True)
+    tool = cuobjdump()
+    if tool is None:
+        raise SassError(unavailable())
+    try:
+        done = subprocess.run([str(tool), "-sass", "-fun", mangled, str(path)], capture_output=True, text=True)
+    except OSError as error:
+        raise SassError(f"cuobjdump did not run: {error}") from None
     if done.returncode:
         raise SassError(f"cuobjdump could not read the cubin: {done.stderr.strip()[:200]}")
     return done.stdout
-
-
-INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;\s*/\* (0x[0-9a-f]{16}) \*/")
-CONTROL = re.compile(r"^\s*/\* (0x[0-9a-f]{16}) \*/\s*$")
 
 
 def parse(listing: str) -> list[Instruction]:
@@ -150,9 +199,9 @@ def parse(listing: str) -> list[Instruction]:
     return found
 
 
-def landings(instructions: list[Instruction]) -> list[int]:
-    """For each global load, the index of the first later instruction that waits on the scoreboard it sets:
-    the point by which it has landed (the end where nothing waits on it)."""
+def first_waits(instructions: list[Instruction]) -> list[int]:
+    """For each global load, the index of the first later instruction that waits on the scoreboard it
+    sets, where the thread stops until the load is written (the end where nothing waits on it)."""
     found = []
     for n, load in enumerate(instructions):
         if load.opcode == GLOBAL_LOAD and load.sets is not None:
@@ -161,47 +210,63 @@ def landings(instructions: list[Instruction]) -> list[int]:
     return found
 
 
+def caveats(instructions: list[Instruction]) -> list[str]:
+    """What this address-order reading does not follow, where the listing has it."""
+    said = [why for opcode, why in UNFOLLOWED.items() if any(i.opcode == opcode for i in instructions)]
+    for i in instructions:
+        target = BRANCH_TARGET.search(i.text)
+        if target and int(target.group(1), 16) < i.address:
+            said.append(f"a backward branch at 0x{i.address:04x} (a loop): the counts are one pass through it")
+            break
+    return said
+
+
 def schedule(instructions: list[Instruction]) -> dict:
-    """What the schedule makes a thread wait for: the loads landed before its first FFMA, and the FFMAs
-    left to run once its last load has landed."""
+    """The global loads by the scoreboard each sets, and the FFMAs placed after the point where the last of
+    them is first waited for (None where there are no loads)."""
     loads = [i for i in instructions if i.opcode == GLOBAL_LOAD]
     fma_at = [n for n, i in enumerate(instructions) if i.opcode == FMA]
-    landed = landings(instructions)
-    last = max(landed, default=0)
+    waited = first_waits(instructions)
     return {"global_loads": len(loads),
             "loads_by_scoreboard": {str(board): sum(1 for i in loads if i.sets == board)
                                     for board in sorted({i.sets for i in loads if i.sets is not None})},
-            "loads_landed_by_first_fma": sum(1 for at in landed if fma_at and at <= fma_at[0]),
             "fmas": len(fma_at),
-            "fmas_after_last_load_lands": sum(1 for n in fma_at if n >= last)}
+            "fmas_after_last_load_waited": sum(1 for n in fma_at if n >= max(waited)) if waited else None,
+            "caveats": caveats(instructions)}
 
 
-def resources(log: str) -> dict:
-    """ptxas -v's registers and spill bytes for the one kernel built."""
-    registers = re.search(r"Used (\d+) registers", log)
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+def resources(report: str) -> dict:
+    """ptxas -v's registers and spill bytes, from one kernel's report."""
+    registers = re.search(r"Used (\d+) registers", report)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
     return {"registers": int(registers.group(1)) if registers else None,
             "spill_store_bytes": int(spills.group(1)) if spills else None,
             "spill_load_bytes": int(spills.group(2)) if spills else None}
 
 
 def kernel_entries(source: str) -> list[str]:
-    """The __global__ functions of a CUDA source, with their template parameters where they have them."""
-    pattern = re.compile(r"(template\s*<([^>]*)>\s*)?__global__\s+void\s+(\w+)")
-    return [f"{m.group(3)}<{m.group(2).strip()}>" if m.group(1) else m.group(3) for m in pattern.finditer(source)]
+    """The __global__ functions of a CUDA source, templates with their parameters' names: NAME<W, V, EF>."""
+    pattern = re.compile(r"(?:template\s*<([^>]*)>\s*)?__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)")
+    entries = []
+    for params, name in pattern.findall(source):
+        names = [p.split()[-1] for p in params.split(",") if p.strip()]
+        entries.append(f"{name}<{', '.join(names)}>" if names else name)
+    return entries
 
 
 def sass_record(source: str, entry: str, arch: str, folder: Path) -> tuple[dict, str]:
-    """(the record, the SASS listing) of one entry of a CUDA source."""
-    cubin, log = build(source, entry, arch)
-    listing = disassemble(cubin, folder)
+    """(the record, the SASS listing) of one entry of a CUDA source; the cubin is left in folder."""
+    if not ARCH.fullmatch(arch):
+        raise SassError(f"--arch {arch!r} is not a GPU architecture such as sm_90 (the H100, H200) or sm_100 (the B200)")
+    cubin, report, mangled = build(source, entry, arch)
+    listing = disassemble(cubin, mangled, folder)
     instructions = parse(listing)
     if not instructions:
-        raise SassError("cuobjdump printed no instruction this tool can read")
+        raise SassError(f"cuobjdump printed no instruction of {entry} that this reading knows (sm_70 and later)")
     mix = {}
     for i in instructions:
         mix[i.opcode] = mix.get(i.opcode, 0) + 1
-    record = {"entry": entry, "arch": arch, "nvrtc": nvrtc_version(), **resources(log),
+    record = {"entry": entry, "mangled": mangled, "arch": arch, "nvrtc": nvrtc_version(), **resources(report),
               "instructions": len(instructions), "mix": dict(sorted(mix.items(), key=lambda kv: -kv[1])),
               **schedule(instructions)}
     return record, listing
@@ -211,10 +276,12 @@ def format_record(record: dict) -> str:
     """The record as a few lines a person reads."""
     top = ", ".join(f"{op} {n}" for op, n in list(record["mix"].items())[:8])
     boards = ", ".join(f"SB{b}: {n}" for b, n in record["loads_by_scoreboard"].items())
-    return "\n".join([
+    after = record["fmas_after_last_load_waited"]
+    lines = [
         f"{record['entry']} for {record['arch']} (NVRTC {record['nvrtc']})",
         f"  registers {record['registers']}, spills {record['spill_store_bytes']} B stored / "
         f"{record['spill_load_bytes']} B loaded; {record['instructions']} instructions: {top}",
         f"  global loads {record['global_loads']}, by the scoreboard each sets: {boards or 'none'}",
-        f"  {record['loads_landed_by_first_fma']} of them have landed by the first FFMA; "
-        f"{record['fmas_after_last_load_lands']} of {record['fmas']} FFMAs run after the last one lands"])
+        f"  FFMAs after the last load is first waited for: {after} of {record['fmas']}" if after is not None
+        else f"  no global load, so no FFMA waits behind one ({record['fmas']} FFMAs)"]
+    return "\n".join(lines + [f"  caveat: {why}" for why in record["caveats"]])
