@@ -227,11 +227,12 @@ def schedule(instructions: list[Instruction]) -> dict:
     loads = [i for i in instructions if i.opcode == GLOBAL_LOAD]
     fma_at = [n for n, i in enumerate(instructions) if i.opcode == FMA]
     waited = first_waits(instructions)
+    last_waited = max(waited, default=None)
     return {"global_loads": len(loads),
             "loads_by_scoreboard": {str(board): sum(1 for i in loads if i.sets == board)
                                     for board in sorted({i.sets for i in loads if i.sets is not None})},
             "fmas": len(fma_at),
-            "fmas_after_last_load_waited": sum(1 for n in fma_at if n >= max(waited)) if waited else None,
+            "fmas_after_last_load_waited": None if last_waited is None else sum(1 for n in fma_at if n >= last_waited),
             "caveats": caveats(instructions)}
 
 

@@ -4,12 +4,12 @@ made-up instructions; the build itself only where NVRTC is installed (requiremen
 build of torch)."""
 import json
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from conftest import candidate
 from scripts import cli, sass
 
 SAMPLE = Path(__file__).parent / "samples" / "sass_causal_conv1d_shuffle_2_1_false_sm90.txt"
@@ -25,12 +25,6 @@ __global__ void copied(const float* x, float* out) { int i = threadIdx.x; out[i]
 
 def instruction(opcode, sets=None, waits=(), address=0, text=None):
     return sass.Instruction(address, opcode, text or opcode, sets, tuple(waits))
-
-
-def kernel_file(folder: Path, body: str) -> Path:
-    path = folder / "kernel_file.py"
-    path.write_text(textwrap.dedent(body))
-    return path
 
 
 def refused(result) -> bool:
@@ -105,10 +99,10 @@ def test_ptxas_figures_are_the_named_kernels_and_the_entries_read_as_they_are_ty
 def test_sass_says_in_one_sentence_what_it_lacks(monkeypatch, tmp_path):
     result = CliRunner().invoke(cli.cli, ["sass"])
     assert refused(result) and "--entry" in result.output and "causal_conv1d_shuffle<W, V, EF>" in result.output
-    plain = kernel_file(tmp_path, "def custom_kernel(data):\n    return data[0]\n")
+    plain = candidate(tmp_path, "def custom_kernel(data):\n    return data[0]\n")
     result = CliRunner().invoke(cli.cli, ["sass", str(plain), "--entry", "k"])
     assert refused(result) and "defines no CUDA_SOURCE" in result.output
-    broken = kernel_file(tmp_path, "def custom_kernel(data:\n")
+    broken = candidate(tmp_path, "def custom_kernel(data:\n", name="broken.py")
     result = CliRunner().invoke(cli.cli, ["sass", str(broken), "--entry", "k"])
     assert refused(result) and "did not load: SyntaxError" in result.output
     monkeypatch.setattr(sass, "wheel_nvrtc", lambda: None)
@@ -136,7 +130,7 @@ def test_sass_builds_the_submissions_kernel_and_finds_its_tail(tmp_path):
 
 @needs_nvrtc
 def test_sass_reads_only_the_named_kernel_of_a_source_with_two(tmp_path):
-    path = kernel_file(tmp_path, f"CUDA_SOURCE = r'''{TWO_KERNELS}'''\n\ndef custom_kernel(data):\n    return data[0]\n")
+    path = candidate(tmp_path, f"CUDA_SOURCE = r'''{TWO_KERNELS}'''\n\ndef custom_kernel(data):\n    return data[0]\n")
     records = {}
     for entry in ("scaled", "copied"):
         result = CliRunner().invoke(cli.cli, ["sass", str(path), "--entry", entry, "--out", str(tmp_path / entry)])
