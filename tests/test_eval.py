@@ -513,11 +513,20 @@ def test_a_case_has_one_label_and_its_fields_keep_the_public_and_the_timed_seed(
     assert harness.parse_label(public.label, seed=10) == public.args
 
 
+# About as many (flush; call) pairs as the protocol puts in a leaderboard graph: 200 ms over a
+# ~70-110 us pair on these cases and cards.
+LEADERBOARD_GRAPH_CALLS = 2000
+
+
 @needs_gpu
 @pytest.mark.parametrize("case", harness.cases_from_task("benchmarks"), ids=lambda case: case.label)
 def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent(case):
     """eval.time_protocol and submission.graph_timer (which stays inside the kernel file) are two
-    copies of the leaderboard's timing: on each leaderboard case they time one launch alike."""
+    copies of the leaderboard's timing: on each leaderboard case, over graphs of the same length,
+    they time one launch alike. The length is the leaderboard's (~200 ms, about 2000 calls): under
+    sustained load a call reads a constant ~0.3-0.45 us more than in ~10 ms graphs with gaps between
+    them, on every kernel alike (results/NOTES.md, timer agreement), so the graph timer's own
+    100-call graphs read a different level, not a different method."""
     import submission
 
     x, weight, bias = reference.generate_input(**case.args)
@@ -532,6 +541,6 @@ def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent
     protocol, graph = [], []
     for _ in range(3):  # interleaved, medians: one run of either sat at the bound on 1x1536x2048 (runs 21, 26)
         protocol.append(harness.time_protocol(run, rep_ms=harness.REP_MS["leaderboard"]).mean / 1e3)
-        graph.append(timer([run])[0])
+        graph.append(timer([run], calls=LEADERBOARD_GRAPH_CALLS)[0])
     protocol_us, graph_us = statistics.median(protocol), statistics.median(graph)
     assert abs(graph_us - protocol_us) <= 0.02 * protocol_us, (protocol, graph)
