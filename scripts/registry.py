@@ -38,7 +38,7 @@ SEAM_OFFERS = {
     "formula": "formula(x, weight, bias) -> the task's formula in torch, what a search candidate must match",
     "search_record": "search_record(key, x, weight, bias, timer) -> the search's record (pick, timed, retimed, dropped)",
     "pick_line": "pick_line(record) -> the search's one line",
-    "graph_timer": "graph_timer(device) -> timed_us(runs, samples=6) -> [us a run]: the search's copy of the leaderboard's timing",
+    "graph_timer": "graph_timer(device) -> timed_us(runs, calls=100, samples=6) -> [us a run]: the search's copy of the leaderboard's timing",
     "TUNE_ENV": "the environment variable that switches the first-call search off (0)",
     "TUNE_MARGIN": "fraction a candidate must beat every earlier one by to be picked (search), and a tile the heuristic by to be written (tune)",
     "TUNE_MIN_OUTPUTS": "outputs below which a first call does not search",
