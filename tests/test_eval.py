@@ -513,11 +513,21 @@ def test_a_case_has_one_label_and_its_fields_keep_the_public_and_the_timed_seed(
     assert harness.parse_label(public.label, seed=10) == public.args
 
 
+# About as many (flush; call) pairs as the protocol puts in a leaderboard graph: its 200 ms hold ~1900-2100
+# pairs of ~95-110 us on the H100, ~2900 of ~69 us on the H200, where 2000 calls (~140 ms) read the slow level too (run58).
+LEADERBOARD_GRAPH_CALLS = 2000
+
+
 @needs_gpu
 @pytest.mark.parametrize("case", harness.cases_from_task("benchmarks"), ids=lambda case: case.label)
 def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent(case):
     """eval.time_protocol and submission.graph_timer (which stays inside the kernel file) are two
-    copies of the leaderboard's timing: on each leaderboard case they time one launch alike."""
+    copies of the leaderboard's timing: on each leaderboard case, over graphs of about the same length,
+    they time one launch alike. The length is about the leaderboard's: after ~200 ms of graphs a call read
+    0.27-0.41 us more on the H100 (0.10-0.17 on the H200) than in ~10 ms graphs with gaps between them, on
+    the two kernels probed, so the graph timer's own 100-call graphs read a mix of two levels, not a
+    different method. At equal length the graph timer read 0.1-1.2% above the protocol in all six probes
+    (results/NOTES.md, timer agreement)."""
     import submission
 
     x, weight, bias = reference.generate_input(**case.args)
@@ -532,6 +542,6 @@ def test_the_protocol_timer_and_the_searchs_graph_timer_agree_within_two_percent
     protocol, graph = [], []
     for _ in range(3):  # interleaved, medians: one run of either sat at the bound on 1x1536x2048 (runs 21, 26)
         protocol.append(harness.time_protocol(run, rep_ms=harness.REP_MS["leaderboard"]).mean / 1e3)
-        graph.append(timer([run])[0])
+        graph.append(timer([run], calls=LEADERBOARD_GRAPH_CALLS)[0])
     protocol_us, graph_us = statistics.median(protocol), statistics.median(graph)
     assert abs(graph_us - protocol_us) <= 0.02 * protocol_us, (protocol, graph)
