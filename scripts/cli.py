@@ -359,7 +359,7 @@ def profile(file, case_index, shape, tiles, builds, out_dir):
 @cli.command()
 @FILE
 @click.option("--entry", help="the kernel to build, with its template arguments, e.g. "
-                               "'causal_conv1d_shuffle<4, 16, true>' (W, groups a thread, evict-first)")
+                               "'causal_conv1d_shuffle<4, 16, true, false>' (W, groups a thread, evict-first, row grid)")
 @click.option("--arch", default="sm_90", show_default=True, help="the GPU architecture to build for (sm_100: the B200)")
 @out_option("sass.json, the listing and the cubin", "results/runs/sass/ARCH")
 def sass(file, entry, arch, out_dir):

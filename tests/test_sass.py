@@ -1,5 +1,5 @@
 """sass: the CUDA kernel built offline and read as SASS. The reading is tested on a recorded listing
-(cuobjdump of submission.py's causal_conv1d_shuffle<2, 1, false>, sm_90, built by NVRTC 13.0.88) and on
+(cuobjdump of submission.py's causal_conv1d_shuffle<2, 1, false> before its row grid, sm_90, built by NVRTC 13.0.88) and on
 made-up instructions; the build itself only where NVRTC is installed (requirements-sass.txt, or a CUDA
 build of torch)."""
 import json
@@ -90,7 +90,7 @@ def test_ptxas_figures_are_the_named_kernels_and_the_entries_read_as_they_are_ty
     assert sass.resources(sass.entry_report(log, "_Z6copiedPKfPf"))["registers"] == 8
     assert sass.resources(sass.entry_report(log, "_Z5otherv"))["registers"] is None
     import submission
-    assert sass.kernel_entries(submission.CUDA_SOURCE) == ["causal_conv1d_shuffle<W, V, EF>"]
+    assert sass.kernel_entries(submission.CUDA_SOURCE) == ["causal_conv1d_shuffle<W, V, EF, ROWS>"]
     assert sass.kernel_entries("__global__ void __launch_bounds__(128) bounded(float* x) {}") == ["bounded"]
     with pytest.raises(sass.SassError, match="not a GPU architecture"):
         sass.sass_record("", "k", "compute_90", Path("."))
@@ -98,7 +98,7 @@ def test_ptxas_figures_are_the_named_kernels_and_the_entries_read_as_they_are_ty
 
 def test_sass_says_in_one_sentence_what_it_lacks(monkeypatch, tmp_path):
     result = CliRunner().invoke(cli.cli, ["sass"])
-    assert refused(result) and "--entry" in result.output and "causal_conv1d_shuffle<W, V, EF>" in result.output
+    assert refused(result) and "--entry" in result.output and "causal_conv1d_shuffle<W, V, EF, ROWS>" in result.output
     plain = candidate(tmp_path, "def custom_kernel(data):\n    return data[0]\n")
     result = CliRunner().invoke(cli.cli, ["sass", str(plain), "--entry", "k"])
     assert refused(result) and "defines no CUDA_SOURCE" in result.output
@@ -107,24 +107,24 @@ def test_sass_says_in_one_sentence_what_it_lacks(monkeypatch, tmp_path):
     assert refused(result) and "did not load: SyntaxError" in result.output
     monkeypatch.setattr(sass, "wheel_nvrtc", lambda: None)
     monkeypatch.setattr(sass, "NVRTC_BY_NAME", ("libnvrtc.so.0-none",))
-    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true>"])
+    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true, false>"])
     assert refused(result) and "requirements-sass.txt" in result.output
 
 
 @needs_nvrtc
 def test_sass_builds_the_submissions_kernel_and_finds_its_tail(tmp_path):
-    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true>", "--out", str(tmp_path)])
+    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true, false>", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     record = json.loads((tmp_path / "sass.json").read_text())
     assert record["registers"] > 32 and record["global_loads"] >= 16 + 1 + 4  # x's groups, the halo, bias and weights
     assert record["fmas"] == 16 * 4 * 4  # 16 groups of 4 outputs, 4 taps each
     assert record["fmas_after_last_load_waited"] == record["fmas"]  # NOTES v33: every load ahead of the math
     assert "LDG" in (tmp_path / "sass.txt").read_text()
-    bad = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, maybe>", "--out", str(tmp_path)])
+    bad = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, maybe, false>", "--out", str(tmp_path)])
     assert refused(bad) and "could not build" in bad.output
     out_is_a_file = tmp_path / "taken"
     out_is_a_file.write_text("")
-    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true>", "--out", str(out_is_a_file)])
+    result = CliRunner().invoke(cli.cli, ["sass", "--entry", "causal_conv1d_shuffle<4, 16, true, false>", "--out", str(out_is_a_file)])
     assert refused(result) and "--out" in result.output
 
 

@@ -150,13 +150,44 @@ def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve
         torch.testing.assert_close(out.double().cpu(), conv_float64(x, weight, bias), rtol=1e-4, atol=1e-4)
 
 
+# Rows longer than a block, rows shorter than one (a block spans several rows, channels and batches), rows
+# that end inside a warp's span, and a last block with spare warps.
+CUDA_SHAPES = [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048), (1, 3, 1000)]
+
+
+def spans_per_row(S: int, block: int, warps: int) -> int:
+    return -(-S // (block // warps))
+
+
+def test_the_cuda_kernels_shapes_reach_both_of_its_grids():
+    """The GPU test below runs the flat walk and the row grid, each at several tiles and groups a thread."""
+    grids = {}
+    for B, D, S in CUDA_SHAPES:
+        for block, warps in submission.CUDA_TILES:
+            V = max(1, block // (128 * warps))
+            grids.setdefault(submission.rows_grid(B, D, spans_per_row(S, block, warps), V, warps), set()).add(V)
+    assert grids[True] == {1, 2, 4} and grids[False] == {1, 2, 4, 8, 16}
+
+
+@pytest.mark.parametrize("B, D, spans, V, warps, rows", [
+    (4, 2560, 32, 1, 16, True),     # 4x2560x4096 at 2048/16: two blocks a row
+    (8, 4096, 64, 2, 8, True),      # 8x4096x8192 at 2048/8
+    (1, 2560, 1, 16, 1, False),     # 16 groups a thread: the leaderboard's picks keep the flat walk
+    (1, 2560, 2, 8, 1, False),
+    (1, 1536, 8, 1, 16, False),     # 1x1536x1024 at 2048/16: half of each block would idle
+    (1, 70000, 32, 1, 16, False),   # D past the grid's y
+    (70000, 2, 32, 1, 16, False),   # B past its z
+], ids=["large-2048/16", "large-2048/8", "V16", "V8", "short-row", "D-too-large", "B-too-large"])
+def test_the_row_grid_serves_up_to_four_groups_a_thread_where_a_rows_spans_fill_whole_blocks(B, D, spans, V, warps, rows):
+    assert submission.rows_grid(B, D, spans, V, warps) is rows
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA kernel, built by NVRTC); none is visible")
 @pytest.mark.parametrize("evict_first", [False, True], ids=["plain-loads", "evict-first-loads"])
 @pytest.mark.parametrize("W", [1, 2, 3, 4, 5, 8, 13])
 def test_on_the_gpu_the_cuda_kernel_is_exact_at_every_tile(W, evict_first):
-    """Rows longer than a block, rows shorter than one (a block spans several rows, channels and batches),
-    rows that end inside a warp's span, and a last block with spare warps; both load hints."""
-    for B, D, S in [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048), (1, 3, 1000)]:
+    """CUDA_SHAPES at every CUDA tile, both grids, both load hints."""
+    for B, D, S in CUDA_SHAPES:
         x, weight, bias = make_inputs(B, D, S, W, seed=S + W)
         expected = conv_float64(x, weight, bias)
         for block, warps in submission.CUDA_TILES:
