@@ -199,14 +199,14 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
   const unsigned warp_span = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   unsigned row, span_in_row;
   int d;
-  // spare warps leave whole, so every shuffle has its 32 lanes
   if (ROWS) {
+    // a guard only: launch_cuda takes the row grid where a row's spans fill whole blocks, so no warp is spare
     if (warp_span >= (unsigned)spans_per_row) return;
     d = blockIdx.y;
     row = blockIdx.z * gridDim.y + blockIdx.y;
     span_in_row = warp_span;
   } else {
-    if (warp_span >= (unsigned)spans) return;
+    if (warp_span >= (unsigned)spans) return;  // the last block's spare warps leave whole, so every shuffle has its 32 lanes
     row = warp_span / (unsigned)spans_per_row;
     d = (int)(row % (unsigned)D);
     span_in_row = warp_span - row * spans_per_row;
@@ -258,11 +258,11 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
 
 
 @functools.lru_cache(maxsize=None)
-def cuda_kernel(device_index: int, W: int, V: int, evict_first: bool, rows: bool):
+def cuda_kernel(device_index: int, W: int, V: int, evict_first: bool, row_grid: bool):
     """The CUDA kernel for one width, groups a thread, load hint and grid, built by NVRTC once per process and device."""
     with torch.cuda.device(device_index):
         return torch.cuda._compile_kernel(
-            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(rows).lower()}>")
+            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(row_grid).lower()}>")
 
 
 def cuda_serves(x, weight, out) -> bool:
@@ -277,16 +277,18 @@ def launch_cuda(x, weight, bias, out, block: int, num_warps: int, evict_first: b
     V = max(1, block // (128 * num_warps))
     spans_per_row = -(-S // (128 * V))
     spans = B * D * spans_per_row
-    rows = rows_grid(B, D, spans_per_row, V, num_warps)
-    grid = (spans_per_row // num_warps, D, B) if rows else (-(-spans // num_warps), 1, 1)
-    cuda_kernel(x.device.index or 0, weight.shape[1], V, evict_first, rows)(
+    row_grid = rows_grid(B, D, spans_per_row, V, num_warps)
+    grid = (spans_per_row // num_warps, D, B) if row_grid else (-(-spans // num_warps), 1, 1)
+    cuda_kernel(x.device.index or 0, weight.shape[1], V, evict_first, row_grid)(
         grid=grid, block=(32 * num_warps, 1, 1), args=[x, weight, bias, out, D, S, spans_per_row, spans])
 
 
 def rows_grid(B: int, D: int, spans_per_row: int, V: int, num_warps: int) -> bool:
     """The (blocks along a row, D, B) grid where a row's spans fill whole blocks and B and D fit the grid's y
-    and z, at up to 4 groups a thread: the tiles where it was timed (H100 run64: 0.3-0.4% under the flat walk
-    at 2048/16 on both large shapes). The 8- and 16-group tiles, the leaderboard's picks, keep the flat walk."""
+    and z, at up to 4 groups a thread, the tiles it was timed at (H100 run64, beside the flat walk at the same
+    tile): 0.3-0.4% under at 2048/16 on both large shapes, 0.6-3.2% under at all but 512/1 on the S = 2048
+    cases, and nowhere over by more than 0.2%. The 8- and 16-group tiles keep the flat walk, which packs short
+    rows into a block; the 16-group tiles are the leaderboard cases' picks."""
     return V <= 4 and spans_per_row % num_warps == 0 and B <= MAX_GRID_YZ and D <= MAX_GRID_YZ
 
 

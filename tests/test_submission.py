@@ -155,31 +155,45 @@ def test_a_cuda_config_takes_the_triton_kernel_where_the_cuda_one_does_not_serve
 CUDA_SHAPES = [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048), (1, 3, 1000)]
 
 
-def spans_per_row(S: int, block: int, warps: int) -> int:
-    return -(-S // (block // warps))
+def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_shapes_reach_both(monkeypatch):
+    """launch_cuda with a recording stand-in for the NVRTC build: the row grid has exactly a row's spans
+    along x and D, B along y, z; the flat walk covers every span; CUDA_SHAPES run both grids on the GPU."""
+    launches = []
 
+    def recording_build(device_index, W, V, evict_first, row_grid):
+        return lambda grid, block, args: launches.append((V, row_grid, grid, block, args))
 
-def test_the_cuda_kernels_shapes_reach_both_of_its_grids():
-    """The GPU test below runs the flat walk and the row grid, each at several tiles and groups a thread."""
-    grids = {}
+    monkeypatch.setattr(submission, "cuda_kernel", recording_build)
+    grids = {True: set(), False: set()}
     for B, D, S in CUDA_SHAPES:
+        x, weight, bias = make_inputs(B, D, S, 4, seed=1)
         for block, warps in submission.CUDA_TILES:
-            V = max(1, block // (128 * warps))
-            grids.setdefault(submission.rows_grid(B, D, spans_per_row(S, block, warps), V, warps), set()).add(V)
-    assert grids[True] == {1, 2, 4} and grids[False] == {1, 2, 4, 8, 16}
+            submission.launch_cuda(x, weight, bias, torch.empty_like(x), block, warps)
+            V, row_grid, grid, threads, args = launches[-1]
+            spans_per_row = -(-S // (128 * V))
+            assert V == max(1, block // (128 * warps)) and threads == (32 * warps, 1, 1)
+            assert args[-2:] == [spans_per_row, B * D * spans_per_row]
+            if row_grid:
+                assert grid == (spans_per_row // warps, D, B) and grid[0] * warps == spans_per_row
+            else:
+                assert grid[1:] == (1, 1) and 0 <= grid[0] * warps - B * D * spans_per_row < warps
+            grids[row_grid].add(V)
+    assert grids == {True: {1, 2, 4}, False: {1, 2, 4, 8, 16}}
 
 
-@pytest.mark.parametrize("B, D, spans, V, warps, rows", [
+@pytest.mark.parametrize("B, D, spans_per_row, V, warps, row_grid", [
     (4, 2560, 32, 1, 16, True),     # 4x2560x4096 at 2048/16: two blocks a row
-    (8, 4096, 64, 2, 8, True),      # 8x4096x8192 at 2048/8
-    (1, 2560, 1, 16, 1, False),     # 16 groups a thread: the leaderboard's picks keep the flat walk
+    (8, 4096, 32, 2, 8, True),      # 8x4096x8192 at 2048/8
+    (1, 2560, 8, 4, 2, True),       # 1x2560x4096 at 1024/2, where one process of run65's search took it
+    (1, 2560, 1, 16, 1, False),     # 16 groups a thread: the leaderboard cases' picks keep the flat walk
     (1, 2560, 2, 8, 1, False),
     (1, 1536, 8, 1, 16, False),     # 1x1536x1024 at 2048/16: half of each block would idle
     (1, 70000, 32, 1, 16, False),   # D past the grid's y
     (70000, 2, 32, 1, 16, False),   # B past its z
-], ids=["large-2048/16", "large-2048/8", "V16", "V8", "short-row", "D-too-large", "B-too-large"])
-def test_the_row_grid_serves_up_to_four_groups_a_thread_where_a_rows_spans_fill_whole_blocks(B, D, spans, V, warps, rows):
-    assert submission.rows_grid(B, D, spans, V, warps) is rows
+], ids=["large-2048/16", "large-2048/8", "1024/2", "V16", "V8", "short-row", "D-too-large", "B-too-large"])
+def test_the_row_grid_serves_up_to_four_groups_a_thread_where_a_rows_spans_fill_whole_blocks(
+        B, D, spans_per_row, V, warps, row_grid):
+    assert submission.rows_grid(B, D, spans_per_row, V, warps) is row_grid
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the CUDA kernel, built by NVRTC); none is visible")
