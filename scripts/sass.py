@@ -8,9 +8,12 @@ the last load is first waited for. On a case of one wave those FFMAs are a tail 
 results/NOTES.md v33 found submission.py's CUDA kernel at 16 groups a thread with all 256 of its FFMAs
 there, at 95 registers, the count ncu reads on the GPU.
 
-The reading is static, in address order: it follows no branch and counts LDG only. Where the listing
-has a backward branch (a loop), DEPBAR or LDGSTS, the record says so under "caveats", and its counts are
-a lower bound on what the thread waits for.
+The reading is static, in address order, and follows no branch. It counts LDG, each waited for at the
+first later instruction that waits on its scoreboard, and LDGSTS (cp.async), each in the commit group of
+the next LDGDEPBAR and waited for at the first DEPBAR.LE on that scoreboard that leaves fewer groups pending
+than were committed after it (the groups complete in order, as cp.async.wait_group counts them). Where the
+listing has a backward branch (a loop) or a DEPBAR it does not follow, the record says so under
+"caveats", and its counts are a lower bound on what the thread waits for.
 
 NVRTC comes with a CUDA build of torch (the nvidia-* packages it brings) or from requirements-sass.txt.
 """
@@ -33,8 +36,9 @@ BRANCH_TARGET = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
 NO_SCOREBOARD = 7  # a control word's scoreboard field where the instruction sets none
 FMA = "FFMA"
 GLOBAL_LOAD = "LDG"
-UNFOLLOWED = {"DEPBAR": "DEPBAR waits on scoreboard counts this reading does not follow",
-              "LDGSTS": "LDGSTS (cp.async) loads are not counted as global loads"}
+ASYNC_COPY = "LDGSTS"  # cp.async: global memory to shared, its count kept by the commit groups
+COMMIT = "LDGDEPBAR"  # cp.async.commit_group: closes a group, counted on the scoreboard it sets
+DEPBAR_LE = re.compile(r"^DEPBAR\.LE\s+SB(\d),\s*(0x[0-9a-f]+|\d+)")  # wait until that count is at most N
 
 
 class SassError(RuntimeError):
@@ -199,20 +203,48 @@ def parse(listing: str) -> list[Instruction]:
     return found
 
 
+def count_wait(i: Instruction) -> tuple[int, int] | None:
+    """(scoreboard, pending count) of a DEPBAR.LE, else None."""
+    match = DEPBAR_LE.match(i.text)
+    return (int(match.group(1)), int(match.group(2), 0)) if match else None
+
+
+def copy_first_wait(instructions: list[Instruction], n: int) -> int:
+    """For the LDGSTS at n: the index of the first DEPBAR.LE, on the scoreboard of the commit that closes its
+    group, that leaves fewer groups pending than were committed from its group on (the end where none does)."""
+    closing = next((m for m in range(n + 1, len(instructions)) if instructions[m].opcode == COMMIT), None)
+    if closing is None:
+        return len(instructions)
+    board = instructions[closing].sets
+    committed_before = sum(1 for i in instructions[:n] if i.opcode == COMMIT)
+    committed = committed_before
+    for m in range(n + 1, len(instructions)):
+        i = instructions[m]
+        committed += i.opcode == COMMIT
+        wait = count_wait(i)
+        if wait and wait[0] == board and committed - wait[1] > committed_before:
+            return m
+    return len(instructions)
+
+
 def first_waits(instructions: list[Instruction]) -> list[int]:
-    """For each global load, the index of the first later instruction that waits on the scoreboard it
-    sets, where the thread stops until the load is written (the end where nothing waits on it)."""
+    """For each global load (LDG) and async copy (LDGSTS), the index of the instruction where the thread
+    first stops until it is written (the end where nothing waits on it)."""
     found = []
     for n, load in enumerate(instructions):
         if load.opcode == GLOBAL_LOAD and load.sets is not None:
             found.append(next((m for m in range(n + 1, len(instructions)) if load.sets in instructions[m].waits),
                               len(instructions)))
+        elif load.opcode == ASYNC_COPY:
+            found.append(copy_first_wait(instructions, n))
     return found
 
 
 def caveats(instructions: list[Instruction]) -> list[str]:
     """What this address-order reading does not follow, where the listing has it."""
-    said = [why for opcode, why in UNFOLLOWED.items() if any(i.opcode == opcode for i in instructions)]
+    commit_boards = {i.sets for i in instructions if i.opcode == COMMIT}
+    unfollowed = [i for i in instructions if i.opcode == "DEPBAR" and (count_wait(i) or (None,))[0] not in commit_boards]
+    said = [f"a DEPBAR this reading does not follow at 0x{unfollowed[0].address:04x} ({unfollowed[0].text})"] if unfollowed else []
     for i in instructions:
         target = BRANCH_TARGET.search(i.text)
         if target and int(target.group(1), 16) < i.address:
@@ -222,8 +254,8 @@ def caveats(instructions: list[Instruction]) -> list[str]:
 
 
 def schedule(instructions: list[Instruction]) -> dict:
-    """The global loads by the scoreboard each sets, and the FFMAs placed after the point where the last of
-    them is first waited for (None where there are no loads)."""
+    """The global loads by the scoreboard each sets, the async copies and their commit groups, and the FFMAs
+    placed after the point where the last load or copy is first waited for (None where there is none)."""
     loads = [i for i in instructions if i.opcode == GLOBAL_LOAD]
     fma_at = [n for n, i in enumerate(instructions) if i.opcode == FMA]
     waited = first_waits(instructions)
@@ -231,6 +263,8 @@ def schedule(instructions: list[Instruction]) -> dict:
     return {"global_loads": len(loads),
             "loads_by_scoreboard": {str(board): sum(1 for i in loads if i.sets == board)
                                     for board in sorted({i.sets for i in loads if i.sets is not None})},
+            "async_copies": sum(1 for i in instructions if i.opcode == ASYNC_COPY),
+            "commit_groups": sum(1 for i in instructions if i.opcode == COMMIT),
             "fmas": len(fma_at),
             "fmas_after_last_load_waited": None if last_waited is None else sum(1 for n in fma_at if n >= last_waited),
             "caveats": caveats(instructions)}
@@ -282,7 +316,10 @@ def format_record(record: dict) -> str:
         f"{record['entry']} for {record['arch']} (NVRTC {record['nvrtc']})",
         f"  registers {record['registers']}, spills {record['spill_store_bytes']} B stored / "
         f"{record['spill_load_bytes']} B loaded; {record['instructions']} instructions: {top}",
-        f"  global loads {record['global_loads']}, by the scoreboard each sets: {boards or 'none'}",
-        f"  FFMAs after the last load is first waited for: {after} of {record['fmas']}" if after is not None
-        else f"  no global load, so no FFMA waits behind one ({record['fmas']} FFMAs)"]
+        f"  global loads {record['global_loads']}, by the scoreboard each sets: {boards or 'none'}"]
+    if record["async_copies"]:
+        groups = record["commit_groups"]
+        lines.append(f"  async copies (cp.async) {record['async_copies']}, in {groups} commit group{'s' * (groups != 1)}")
+    lines.append(f"  FFMAs after the last load or copy is first waited for: {after} of {record['fmas']}"
+                 if after is not None else f"  no global load, so no FFMA waits behind one ({record['fmas']} FFMAs)")
     return "\n".join(lines + [f"  caveat: {why}" for why in record["caveats"]])

@@ -80,6 +80,47 @@ def test_what_the_reading_does_not_follow_is_said_and_no_load_is_not_a_tail():
     assert sass.caveats([instruction("BRA", address=0x30, text="BRA 0x50")]) == []
 
 
+def test_an_async_copy_is_waited_for_where_a_count_wait_leaves_its_commit_group_done():
+    """cp.async groups complete in order: DEPBAR.LE SB0, N waits for all but the newest N committed."""
+    two_groups = [instruction("LDGSTS"), instruction("LDGDEPBAR", sets=0), instruction("LDGSTS"),
+                  instruction("LDGDEPBAR", sets=0), instruction("DEPBAR", text="DEPBAR.LE SB0, 0x1"),
+                  instruction("FFMA"), instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA")]
+    assert sass.first_waits(two_groups) == [4, 6]
+    record = sass.schedule(two_groups)
+    assert (record["async_copies"], record["commit_groups"], record["fmas_after_last_load_waited"]) == (2, 2, 1)
+    assert record["caveats"] == []
+    never_closed = [instruction("LDGSTS"), instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA")]
+    assert sass.first_waits(never_closed) == [3]
+    other_board = two_groups[:4] + [instruction("DEPBAR", text="DEPBAR.LE SB1, 0x0", address=0x40)]
+    assert sass.first_waits(other_board) == [5, 5]
+    assert any("DEPBAR this reading does not follow at 0x0040" in why for why in sass.schedule(other_board)["caveats"])
+
+
+PIPELINED = r"""
+__global__ void pipelined(const float4* x, float* out) {
+  __shared__ float4 staged[64];
+  for (int k = 0; k < 2; ++k) {
+    unsigned dst = (unsigned)__cvta_generic_to_shared(&staged[32 * k + threadIdx.x]);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(x + 32 * k + threadIdx.x));
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  float4 a = staged[threadIdx.x];
+  out[threadIdx.x] = fmaf(a.x, a.y, a.z);
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  float4 b = staged[32 + threadIdx.x];
+  out[32 + threadIdx.x] = fmaf(b.x, b.y, b.z);
+}
+"""
+
+
+@needs_nvrtc
+def test_a_built_two_stage_copy_has_only_its_second_stages_math_after_its_last_copy_lands(tmp_path):
+    record, _ = sass.sass_record(PIPELINED, "pipelined", "sm_90", tmp_path)
+    assert (record["async_copies"], record["commit_groups"]) == (2, 2)
+    assert record["fmas"] == 2 and record["fmas_after_last_load_waited"] == 1 and record["caveats"] == []
+
+
 def test_ptxas_figures_are_the_named_kernels_and_the_entries_read_as_they_are_typed():
     log = ("ptxas info    : Compiling entry function '_Z6copiedPKfPf' for 'sm_90'\n"
            "ptxas info    : Used 8 registers, used 0 barriers, 0 bytes spill stores, 0 bytes spill loads\n"
