@@ -364,7 +364,8 @@ def profile(file, case_index, shape, tiles, builds, out_dir):
 @out_option("sass.json, the listing and the cubin", "results/runs/sass/ARCH")
 def sass(file, entry, arch, out_dir):
     """FILE's CUDA kernel built offline (NVRTC, no GPU) and read as SASS: registers, spills, the loads by
-    scoreboard, and the FFMAs after the point where the last load is first waited for."""
+    scoreboard, the cp.async copies by commit group, and the FFMAs after the point where the last load or
+    copy is first waited for."""
     from scripts import sass as offline
 
     try:

@@ -11,9 +11,10 @@ there, at 95 registers, the count ncu reads on the GPU.
 The reading is static, in address order, and follows no branch. It counts LDG, each waited for at the
 first later instruction that waits on its scoreboard, and LDGSTS (cp.async), each in the commit group of
 the next LDGDEPBAR and waited for at the first DEPBAR.LE on that scoreboard that leaves fewer groups pending
-than were committed after it (the groups complete in order, as cp.async.wait_group counts them). Where the
-listing has a backward branch (a loop) or a DEPBAR it does not follow, the record says so under
-"caveats", and its counts are a lower bound on what the thread waits for.
+than were committed from its group on (the groups complete in order, as cp.async.wait_group counts them).
+Where the listing has a backward branch (a loop), a DEPBAR it does not follow, a predicated commit, copies
+no DEPBAR.LE waits for, or bulk or tensor copies, the record says so under "caveats", and its counts are a
+lower bound on what the thread waits for.
 
 NVRTC comes with a CUDA build of torch (the nvidia-* packages it brings) or from requirements-sass.txt.
 """
@@ -38,7 +39,8 @@ FMA = "FFMA"
 GLOBAL_LOAD = "LDG"
 ASYNC_COPY = "LDGSTS"  # cp.async: global memory to shared, its count kept by the commit groups
 COMMIT = "LDGDEPBAR"  # cp.async.commit_group: closes a group, counted on the scoreboard it sets
-DEPBAR_LE = re.compile(r"^DEPBAR\.LE\s+SB(\d),\s*(0x[0-9a-f]+|\d+)")  # wait until that count is at most N
+DEPBAR_LE = re.compile(r"DEPBAR\.LE\s+SB(\d),\s*(0x[0-9a-f]+|\d+)")  # whole text: that count at most N
+BULK_COPIES = ("UBLKCP", "UTMALDG")  # cp.async.bulk and the tensor copies: counted by mbarriers, not read here
 
 
 class SassError(RuntimeError):
@@ -204,32 +206,39 @@ def parse(listing: str) -> list[Instruction]:
 
 
 def count_wait(i: Instruction) -> tuple[int, int] | None:
-    """(scoreboard, pending count) of a DEPBAR.LE, else None."""
-    match = DEPBAR_LE.match(i.text)
-    return (int(match.group(1)), int(match.group(2), 0)) if match else None
+    """(scoreboard, pending count) of an unpredicated DEPBAR.LE with nothing more to wait on, else None."""
+    match = DEPBAR_LE.fullmatch(i.text)
+    if not match:
+        return None
+    count = match.group(2)
+    return int(match.group(1)), int(count, 16) if count.startswith("0x") else int(count)
 
 
-def copy_first_wait(instructions: list[Instruction], n: int) -> int:
+def copy_first_wait(instructions: list[Instruction], n: int) -> int | None:
     """For the LDGSTS at n: the index of the first DEPBAR.LE, on the scoreboard of the commit that closes its
-    group, that leaves fewer groups pending than were committed from its group on (the end where none does)."""
+    group, that leaves fewer of that scoreboard's groups pending than were committed from its group on.
+    None where no DEPBAR.LE does (no commit closes it, or something else waits for it: an mbarrier)."""
     closing = next((m for m in range(n + 1, len(instructions)) if instructions[m].opcode == COMMIT), None)
-    if closing is None:
-        return len(instructions)
+    if closing is None or instructions[closing].sets is None:
+        return None
     board = instructions[closing].sets
-    committed_before = sum(1 for i in instructions[:n] if i.opcode == COMMIT)
+
+    def commits(i: Instruction) -> bool:
+        return i.opcode == COMMIT and i.sets == board
+    committed_before = sum(1 for i in instructions[:n] if commits(i))
     committed = committed_before
     for m in range(n + 1, len(instructions)):
-        i = instructions[m]
-        committed += i.opcode == COMMIT
-        wait = count_wait(i)
+        committed += commits(instructions[m])
+        wait = count_wait(instructions[m])
         if wait and wait[0] == board and committed - wait[1] > committed_before:
             return m
-    return len(instructions)
+    return None
 
 
-def first_waits(instructions: list[Instruction]) -> list[int]:
+def first_waits(instructions: list[Instruction]) -> list[int | None]:
     """For each global load (LDG) and async copy (LDGSTS), the index of the instruction where the thread
-    first stops until it is written (the end where nothing waits on it)."""
+    first stops until it is written: for a load the end where nothing waits on it, for a copy None where
+    no DEPBAR.LE does."""
     found = []
     for n, load in enumerate(instructions):
         if load.opcode == GLOBAL_LOAD and load.sets is not None:
@@ -242,9 +251,15 @@ def first_waits(instructions: list[Instruction]) -> list[int]:
 
 def caveats(instructions: list[Instruction]) -> list[str]:
     """What this address-order reading does not follow, where the listing has it."""
-    commit_boards = {i.sets for i in instructions if i.opcode == COMMIT}
+    commit_boards = {i.sets for i in instructions if i.opcode == COMMIT and i.sets is not None}
     unfollowed = [i for i in instructions if i.opcode == "DEPBAR" and (count_wait(i) or (None,))[0] not in commit_boards]
     said = [f"a DEPBAR this reading does not follow at 0x{unfollowed[0].address:04x} ({unfollowed[0].text})"] if unfollowed else []
+    predicated = next((i for i in instructions if i.opcode == COMMIT and i.text.startswith("@")), None)
+    if predicated:
+        said.append(f"a commit under a predicate at 0x{predicated.address:04x}: read as if it always runs")
+    bulk = sorted({i.opcode for i in instructions if i.opcode in BULK_COPIES})
+    if bulk:
+        said.append(f"bulk or tensor copies ({', '.join(bulk)}) are not counted")
     for i in instructions:
         target = BRANCH_TARGET.search(i.text)
         if target and int(target.group(1), 16) < i.address:
@@ -259,7 +274,10 @@ def schedule(instructions: list[Instruction]) -> dict:
     loads = [i for i in instructions if i.opcode == GLOBAL_LOAD]
     fma_at = [n for n, i in enumerate(instructions) if i.opcode == FMA]
     waited = first_waits(instructions)
-    last_waited = max(waited, default=None)
+    last_waited = max((at for at in waited if at is not None), default=None)
+    unwaited = sum(1 for at in waited if at is None)
+    said = caveats(instructions) + ([f"{unwaited} async copies that no DEPBAR.LE waits for (an mbarrier may): "
+                                     "not in the FFMA count"] if unwaited else [])
     return {"global_loads": len(loads),
             "loads_by_scoreboard": {str(board): sum(1 for i in loads if i.sets == board)
                                     for board in sorted({i.sets for i in loads if i.sets is not None})},
@@ -267,7 +285,7 @@ def schedule(instructions: list[Instruction]) -> dict:
             "commit_groups": sum(1 for i in instructions if i.opcode == COMMIT),
             "fmas": len(fma_at),
             "fmas_after_last_load_waited": None if last_waited is None else sum(1 for n in fma_at if n >= last_waited),
-            "caveats": caveats(instructions)}
+            "caveats": said}
 
 
 def resources(report: str) -> dict:

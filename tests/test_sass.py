@@ -89,11 +89,44 @@ def test_an_async_copy_is_waited_for_where_a_count_wait_leaves_its_commit_group_
     record = sass.schedule(two_groups)
     assert (record["async_copies"], record["commit_groups"], record["fmas_after_last_load_waited"]) == (2, 2, 1)
     assert record["caveats"] == []
-    never_closed = [instruction("LDGSTS"), instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA")]
-    assert sass.first_waits(never_closed) == [3]
-    other_board = two_groups[:4] + [instruction("DEPBAR", text="DEPBAR.LE SB1, 0x0", address=0x40)]
-    assert sass.first_waits(other_board) == [5, 5]
-    assert any("DEPBAR this reading does not follow at 0x0040" in why for why in sass.schedule(other_board)["caveats"])
+
+
+def test_a_copys_groups_are_counted_on_the_scoreboard_of_the_commit_that_closes_it():
+    """Commits on another scoreboard neither close nor count toward its group; a wait there is not its wait."""
+    boards = [instruction("LDGSTS"), instruction("LDGDEPBAR", sets=2), instruction("LDGDEPBAR", sets=0),
+              instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA"),
+              instruction("DEPBAR", text="DEPBAR.LE SB2, 0x1"), instruction("FFMA"),
+              instruction("DEPBAR", text="DEPBAR.LE SB2, 0"), instruction("FFMA")]
+    assert sass.first_waits(boards) == [7]
+    assert sass.schedule(boards)["fmas_after_last_load_waited"] == 1
+
+
+@pytest.mark.parametrize("listing, why, after", [
+    ([instruction("LDGSTS"), instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA")],
+     "1 async copies that no DEPBAR.LE waits for", None),
+    ([instruction("LDGSTS"), instruction("LDGDEPBAR", sets=0), instruction("DEPBAR", address=0x20,
+      text="DEPBAR.LE SB0, 0x0, {4,3}"), instruction("FFMA")], "a DEPBAR this reading does not follow at 0x0020", None),
+    ([instruction("UBLKCP"), instruction("FFMA")], "bulk or tensor copies (UBLKCP) are not counted", None),
+    ([instruction("LDGSTS"), instruction("LDGDEPBAR", sets=0, text="@P0 LDGDEPBAR"),
+      instruction("DEPBAR", text="DEPBAR.LE SB0, 0x0"), instruction("FFMA")], "a commit under a predicate", 1),
+], ids=["never-committed", "list-form-wait", "bulk-copy", "predicated-commit"])
+def test_what_the_reading_cannot_place_is_said_and_left_out_of_the_count(listing, why, after):
+    """Copies no count wait covers, and bulk copies, are no tail it can place (None: no FFMA counted behind
+    them); a predicated commit is read as if it runs, and said."""
+    record = sass.schedule(listing)
+    assert any(why in said for said in record["caveats"]), record["caveats"]
+    assert record["fmas_after_last_load_waited"] == after
+
+
+def test_a_record_with_copies_says_how_many_and_in_how_many_groups():
+    record = {"entry": "k", "arch": "sm_90", "nvrtc": "13.0", "registers": 32, "spill_store_bytes": 0,
+              "spill_load_bytes": 0, "instructions": 9, "mix": {"FFMA": 2}, "global_loads": 0,
+              "loads_by_scoreboard": {}, "async_copies": 17, "commit_groups": 1, "fmas": 2,
+              "fmas_after_last_load_waited": 1, "caveats": []}
+    text = sass.format_record(record)
+    assert "async copies (cp.async) 17, in 1 commit group\n" in text
+    assert "after the last load or copy is first waited for: 1 of 2" in text
+    assert "async copies" not in sass.format_record({**record, "async_copies": 0, "commit_groups": 0})
 
 
 PIPELINED = r"""
