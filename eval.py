@@ -40,6 +40,13 @@ REP_MS = {"benchmark": 100, "leaderboard": 200, "warmup": 20}
 RECHECKS = 10
 SAMPLES = 10
 FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 starts cold
+# How the buffer empties L2 before a timed call. "memset" is the runner's: it leaves L2 full of the buffer's
+# dirty lines, whose write-backs a call pays for as it evicts them. "read" (sums the buffer; not the runner's,
+# for the tools only) leaves L2 clean, so a kernel's cost over a copy splits into its own and the part that
+# comes with the runner's dirty L2 (results/NOTES.md, "the L2 the call starts in"). Its times run above the
+# runner's (the call's dirty output is written back in the next read, which the flush-only graph does not
+# pay), so only ratios taken under one flush compare.
+FLUSHES = ("memset", "read")
 PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
 SHAPE_FIELDS = REQUIRED_FIELDS[:4]
@@ -453,23 +460,34 @@ def recheck(captured: Captured, args: dict, reference) -> dict:
     return args
 
 
-def time_protocol(fn, rep_ms: float) -> Stats:
+def time_protocol(fn, rep_ms: float, flush: str = "memset") -> Stats:
     """The runner's timing: cold L2 per call, graphs of n calls, flush-only graph subtracted.
 
     n comes from five (flush; call) pairs timed with events: n = max(1, int(rep_ms / estimate)).
-    Each of the ten samples is max(0, full/n - flush/n) in nanoseconds.
+    Each of the ten samples is max(0, full/n - flush/n) in nanoseconds. flush is one of FLUSHES; the
+    runner's is "memset".
     """
     import torch
 
-    flush = torch.empty(FLUSH_INT64S, dtype=torch.int64, device="cuda")
+    if flush not in FLUSHES:
+        raise ValueError(f"flush must be one of {', '.join(FLUSHES)}, not {flush!r}")
+    buffer = torch.empty(FLUSH_INT64S, dtype=torch.int64, device="cuda")
+    total = torch.empty((), dtype=torch.int64, device="cuda")
+
+    def empty_l2():
+        if flush == "memset":
+            buffer.zero_()
+        else:
+            torch.sum(buffer, dim=0, out=total)
+
     side = torch.cuda.Stream()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
     with torch.cuda.stream(side):
-        flush.zero_()
+        empty_l2()
         fn()
         events[0].record()
         for _ in range(5):
-            flush.zero_()
+            empty_l2()
             fn()
         events[1].record()
         side.synchronize()
@@ -477,11 +495,11 @@ def time_protocol(fn, rep_ms: float) -> Stats:
         full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(full, stream=side):
             for _ in range(n):
-                flush.zero_()
+                empty_l2()
                 fn()
         with torch.cuda.graph(flush_only, stream=side):
             for _ in range(n):
-                flush.zero_()
+                empty_l2()
         samples = []
         for _ in range(SAMPLES):
             events[0].record()
@@ -493,7 +511,7 @@ def time_protocol(fn, rep_ms: float) -> Stats:
             flush_ms = events[0].elapsed_time(events[1])
             full_ms = events[1].elapsed_time(events[2])
             samples.append(max(0.0, (full_ms - flush_ms) / n) * 1e6)
-    del full, flush_only, flush
+    del full, flush_only, buffer, total
     return calculate_stats(samples)
 
 

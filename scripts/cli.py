@@ -256,8 +256,12 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 @rounds_option("the median")
 @REP_MS
 @click.option("--top", default=5, show_default=True, help="configs shown per kernel and case")
+@click.option("--flush", default="memset", show_default=True, type=click.Choice(harness.FLUSHES),
+              help="what empties L2 before each call: the runner's memset (L2 left dirty), or a read of the same "
+                   "buffer (L2 left clean: what a kernel pays over a copy without the runner's write-backs; "
+                   "ratios only, its times run higher)")
 @out_option("tiles.json", "results/runs/tiles/GPU")
-def tiles(files, shapes, rounds, rep_ms, top, out_dir):
+def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
     require_gpu("tiles")
     from scripts import compare as cmp, tiles as tiler
@@ -268,9 +272,11 @@ def tiles(files, shapes, rounds, rep_ms, top, out_dir):
         raise click.ClickException(str(error)) from None
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=tiler.timings_count(modules, cases, rounds), label="timing tiles") as bar:
-        results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update)
+        results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update, flush=flush)
     summary = tiler.summarize(results)
-    path = write_record(out_dir or default_out("tiles"), "tiles.json", {"cases": summary})
+    path = write_record(out_dir or default_out("tiles"), "tiles.json", {"flush": flush, "cases": summary})
+    if flush != "memset":
+        click.echo(f"timed after a {flush} flush, not the runner's memset: compare the ratios, not the times")
     click.echo(tiler.format_table(summary, top))
     click.echo(f"wrote {path}")
 

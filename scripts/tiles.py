@@ -37,9 +37,10 @@ def timings_count(modules: dict, cases: list[dict], rounds: int) -> int:
     return rounds * len(cases) * (2 * len(tiles) + sum(len(module.CONFIG_SPACE) for module in modules.values()))
 
 
-def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None) -> dict:
-    """{case: {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}}}: medians over interleaved rounds.
-    A config that fails the check on a case is left out of it, with its error under "errors"."""
+def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None, flush: str = "memset") -> dict:
+    """{case: {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}}}: medians over interleaved rounds,
+    each timing after `flush` (eval.FLUSHES; the runner's is "memset"). A config that fails the check on a case
+    is left out of it, with its error under "errors"."""
     import reference
     import torch
 
@@ -65,7 +66,7 @@ def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress
                 runs[(name, tuple(config))] = launch
         for _ in range(rounds):
             for (group, key), run in runs.items():
-                timings[group][key].append(harness.time_protocol(run, rep_ms).mean / 1e3)
+                timings[group][key].append(harness.time_protocol(run, rep_ms, flush=flush).mean / 1e3)
                 if progress:
                     progress(1)
         results[harness.case_label(args)] = {

@@ -499,10 +499,41 @@ def test_a_kernel_that_cannot_be_captured_fails_the_case():
 
 
 @needs_gpu
-def test_protocol_timing_gives_ten_positive_samples():
+@pytest.mark.parametrize("flush", harness.FLUSHES)
+def test_protocol_timing_gives_ten_positive_samples(flush):
     x = torch.ones(1 << 22, device="cuda")  # no RNG: an earlier failed capture can leave it unusable
-    stats = harness.time_protocol(x.clone, rep_ms=5)
+    stats = harness.time_protocol(x.clone, rep_ms=5, flush=flush)
     assert stats.runs == 10 and 0 < stats.best <= stats.mean <= stats.worst
+
+
+@needs_gpu
+def test_the_read_flush_leaves_the_buffer_as_it_was_and_the_memset_zeroes_it(monkeypatch):
+    """The two flushes differ in what they leave in L2 only because one writes the buffer and one reads it."""
+    buffers = []
+    real_empty = torch.empty
+
+    def keep(*args, **kwargs):
+        tensor = real_empty(*args, **kwargs)
+        if tensor.numel() == harness.FLUSH_INT64S:
+            tensor.fill_(7)
+            buffers.append(tensor)
+        return tensor
+
+    monkeypatch.setattr(torch, "empty", keep)
+    monkeypatch.setattr(harness, "FLUSH_INT64S", 1 << 20)  # small: the test watches the buffer, not L2
+    seen = {}
+    for flush in harness.FLUSHES:
+        def call():  # the first call comes after one flush and before any capture, where a sync is allowed
+            if flush not in seen:
+                seen[flush] = int(buffers[-1][:4].sum())
+
+        harness.time_protocol(call, rep_ms=1, flush=flush)
+    assert seen == {"memset": 0, "read": 28}
+
+
+def test_the_protocol_names_its_flushes_when_given_another():
+    with pytest.raises(ValueError, match="flush must be one of memset, read, not 'clean'"):
+        harness.time_protocol(lambda: None, rep_ms=1, flush="clean")
 
 
 def test_a_case_has_one_label_and_its_fields_keep_the_public_and_the_timed_seed():
