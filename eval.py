@@ -20,6 +20,7 @@ import argparse
 import base64
 import dataclasses
 import fcntl
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -39,8 +40,8 @@ TIMED_MODES = ("benchmark", "leaderboard")
 REP_MS = {"benchmark": 100, "leaderboard": 200, "warmup": 20}
 RECHECKS = 10
 SAMPLES = 10
-FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed before every timed call so L2 starts cold
-# How the buffer empties L2 before a timed call. "memset" is the runner's: it leaves L2 full of the buffer's
+FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed (or read, see FLUSHES) before every timed call to evict x from L2
+# How the buffer evicts L2 before a timed call. "memset" is the runner's: it leaves L2 full of the buffer's
 # dirty lines, whose write-backs a call pays for as it evicts them. "read" (sums the buffer; not the runner's,
 # for the tools only) leaves L2 clean, so a kernel's cost over a copy splits into its own and the part that
 # comes with the runner's dirty L2 (results/NOTES.md, "the L2 the call starts in"). Its times run above the
@@ -472,22 +473,18 @@ def time_protocol(fn, rep_ms: float, flush: str = "memset") -> Stats:
     if flush not in FLUSHES:
         raise ValueError(f"flush must be one of {', '.join(FLUSHES)}, not {flush!r}")
     buffer = torch.empty(FLUSH_INT64S, dtype=torch.int64, device="cuda")
-    total = torch.empty((), dtype=torch.int64, device="cuda")
-
-    def empty_l2():
-        if flush == "memset":
-            buffer.zero_()
-        else:
-            torch.sum(buffer, dim=0, out=total)
-
+    if flush == "memset":
+        evict_l2 = buffer.zero_
+    else:
+        evict_l2 = functools.partial(torch.sum, buffer, dim=0, out=torch.empty((), dtype=torch.int64, device="cuda"))
     side = torch.cuda.Stream()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
     with torch.cuda.stream(side):
-        empty_l2()
+        evict_l2()
         fn()
         events[0].record()
         for _ in range(5):
-            empty_l2()
+            evict_l2()
             fn()
         events[1].record()
         side.synchronize()
@@ -495,11 +492,11 @@ def time_protocol(fn, rep_ms: float, flush: str = "memset") -> Stats:
         full, flush_only = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(full, stream=side):
             for _ in range(n):
-                empty_l2()
+                evict_l2()
                 fn()
         with torch.cuda.graph(flush_only, stream=side):
             for _ in range(n):
-                empty_l2()
+                evict_l2()
         samples = []
         for _ in range(SAMPLES):
             events[0].record()
@@ -511,7 +508,7 @@ def time_protocol(fn, rep_ms: float, flush: str = "memset") -> Stats:
             flush_ms = events[0].elapsed_time(events[1])
             full_ms = events[1].elapsed_time(events[2])
             samples.append(max(0.0, (full_ms - flush_ms) / n) * 1e6)
-    del full, flush_only, buffer, total
+    del full, flush_only, buffer, evict_l2
     return calculate_stats(samples)
 
 

@@ -257,9 +257,9 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 @REP_MS
 @click.option("--top", default=5, show_default=True, help="configs shown per kernel and case")
 @click.option("--flush", default="memset", show_default=True, type=click.Choice(harness.FLUSHES),
-              help="what empties L2 before each call: the runner's memset (L2 left dirty), or a read of the same "
-                   "buffer (L2 left clean: what a kernel pays over a copy without the runner's write-backs; "
-                   "ratios only, its times run higher)")
+              help="what evicts x from L2 before each call: the runner's memset of a 256 MB buffer (L2 left "
+                   "dirty), or a read of it (L2 left clean: what a kernel pays over a copy without the runner's "
+                   "write-backs; ratios only, its times run higher)")
 @out_option("tiles.json", "results/runs/tiles/GPU")
 def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""

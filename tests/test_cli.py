@@ -641,3 +641,27 @@ def test_the_compare_command_writes_its_whole_rounds_when_sigterm_ends_it(tmp_pa
     data = json.loads((tmp_path / "compare.json").read_text())
     assert data["rounds"] == {"asked": 3, "done": 1, "interrupted": "SIGTERM"}
     assert data["impls"]["copy"]["per_case_us"]["1x3x40x4"] == 1.0
+
+
+def test_the_tiles_command_times_after_the_flush_asked_and_records_it(tmp_path, monkeypatch):
+    """End to end through the CLI: --flush reaches every timing, tiles.json names it, and a flush other than
+    the runner's is said before the table; an unknown flush is refused by name."""
+    from scripts import cli, tiles
+
+    flushes = []
+
+    def timer(fn, rep_ms, flush="memset"):
+        flushes.append(flush)
+        return harness.calculate_stats([1e3] * 2)
+
+    monkeypatch.setattr(harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: [harness.parse_label("1x3x40x4")])
+    monkeypatch.setattr(tiles, "_check", lambda *args: "")  # no launch: the CPU cannot synchronize a device
+    monkeypatch.setattr(harness, "time_protocol", timer)
+    result = CliRunner().invoke(cli.cli, ["tiles", "--rounds", "1", "--flush", "read", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert flushes and set(flushes) == {"read"}
+    assert "timed after a read flush, not the runner's memset" in result.output
+    assert json.loads((tmp_path / "tiles.json").read_text())["flush"] == "read"
+    refused = CliRunner().invoke(cli.cli, ["tiles", "--flush", "clean"])
+    assert refused.exit_code == 2 and "'clean' is not one of 'memset', 'read'" in refused.output

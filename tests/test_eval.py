@@ -516,6 +516,7 @@ def test_the_read_flush_leaves_the_buffer_as_it_was_and_the_memset_zeroes_it(mon
         tensor = real_empty(*args, **kwargs)
         if tensor.numel() == harness.FLUSH_INT64S:
             tensor.fill_(7)
+            torch.cuda.synchronize()  # the protocol works on a side stream that does not wait for this one
             buffers.append(tensor)
         return tensor
 
