@@ -16,7 +16,8 @@
 #   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant)
 #   ncu-tiles    cli.py profile --tile: submission.py's Triton and CUDA tiles beside a copy at each, on
 #                1x2560x4096 at NCU_TILES and on the other two leaderboard cases at NCU_CASE_TILES (CSV under results/device/ncu)
-#   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through
+#   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through, once per flush
+#                of TILES_FLUSHES (default memset, the runner's; "memset read" for both, read's under tiles_read)
 #   tune         cli.py tune --dry-run
 #   search       cli.py search-check: the first-call search in 3 fresh processes beside tune's sweep
 #   helion-tune  cli.py helion-tune (HELION_ARGS passed through)
@@ -73,7 +74,10 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
                for t in ${NCU_CASE_TILES:-1024/1 2048/1 4096/4}; do per_case="${per_case:-} --tile $t"; done
                run python3 scripts/cli.py profile --case 2 $sweep --build cuda --out $DEV/ncu
                for case in 0 1; do run python3 scripts/cli.py profile --case $case $per_case --build cuda --out $DEV/ncu; done;;
-    tiles) run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $DEV/tiles ${TILES_ARGS:-};;
+    tiles) for flush in ${TILES_FLUSHES:-memset}; do
+             out=$DEV/tiles; [ "$flush" = memset ] || out=$DEV/tiles_$flush
+             run python3 scripts/cli.py tiles ${TILES_FILES:-submission.py} --out $out --flush $flush ${TILES_ARGS:-}
+           done;;
     tune) run python3 scripts/cli.py tune --dry-run;;
     search) run python3 scripts/cli.py search-check --out $DEV/search_check ${SEARCH_ARGS:-};;
     helion-tune) case " ${HELION_ARGS:-} " in  # a dry run writes nothing, so it takes no --out
