@@ -658,10 +658,13 @@ def test_the_tiles_command_times_after_the_flush_asked_and_records_it(tmp_path, 
     monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: [harness.parse_label("1x3x40x4")])
     monkeypatch.setattr(tiles, "_check", lambda *args: "")  # no launch: the CPU cannot synchronize a device
     monkeypatch.setattr(harness, "time_protocol", timer)
-    result = CliRunner().invoke(cli.cli, ["tiles", "--rounds", "1", "--flush", "read", "--out", str(tmp_path)])
+    result = CliRunner().invoke(cli.cli, ["tiles", "--rounds", "2", "--flush", "read", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert flushes and set(flushes) == {"read"}
+    modules = tiles.load_modules([ROOT / "submission.py"])
+    assert flushes == ["read"] * tiles.timings_count(modules, [harness.parse_label("1x3x40x4")], rounds=2)
     assert "timed after a read flush, not the runner's memset" in result.output
-    assert json.loads((tmp_path / "tiles.json").read_text())["flush"] == "read"
+    record = json.loads((tmp_path / "tiles.json").read_text())
+    assert record["flush"] == "read"
+    assert len(record["cases"]["1x3x40x4"]["kernels"]["submission"]["configs"]) == len(modules["submission"].CONFIG_SPACE)
     refused = CliRunner().invoke(cli.cli, ["tiles", "--flush", "clean"])
     assert refused.exit_code == 2 and "'clean' is not one of 'memset', 'read'" in refused.output

@@ -205,23 +205,3 @@ def test_tiles_holds_each_config_against_the_faster_of_its_two_same_tile_copies_
     assert kernel["best"] == [4096, 2, "cuda-ef"] and kernel["best_vs_same_tile_copy"] == pytest.approx(8.4 / 8.0)
     assert kernel["configs"]["1024/1"]["vs_same_tile_copy"] == pytest.approx(9.9 / 9.0)  # the evict-first copy was faster
     assert entry["copies"]["1024/1 evict_first"] == 9.0 and "floor 8.00 us (copy 4096/2)" in tiles.format_table({"c": entry})
-
-
-def test_tiles_times_every_copy_and_config_after_the_flush_asked(monkeypatch):
-    import types
-
-    from scripts import tiles
-
-    flushes = []
-
-    def timer(fn, rep_ms, flush="memset"):
-        flushes.append(flush)
-        return harness.calculate_stats([1e3] * 2)
-
-    monkeypatch.setattr(harness, "time_protocol", timer)
-    monkeypatch.setattr(tiles, "_check", lambda *args: "")  # no launch: the CPU cannot synchronize a device
-    module = types.SimpleNamespace(CONFIG_SPACE=[(64, 1), (128, 1)], launch=lambda *args: None)
-    case = harness.parse_label("1x2x40x4")
-    results = tiles.sweep({"k": module}, [case], rounds=2, rep_ms=1, flush="read")
-    assert flushes == ["read"] * tiles.timings_count({"k": module}, [case], rounds=2)
-    assert set(results["1x2x40x4"]["k"]) == {(64, 1), (128, 1)}
