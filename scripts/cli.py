@@ -258,8 +258,8 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 @click.option("--top", default=5, show_default=True, help="configs shown per kernel and case")
 @click.option("--flush", default="memset", show_default=True, type=click.Choice(harness.FLUSHES),
               help="what evicts x from L2 before each call: the runner's memset of a 256 MB buffer (L2 left "
-                   "dirty), or a read of it (L2 left clean: what a kernel pays over a copy without the runner's "
-                   "write-backs; ratios only, its times run higher)")
+                   "dirty), or a read of it (L2 left clean; each time then also carries the call's output "
+                   "written back during the next read, so ratios are pulled toward 1)")
 @out_option("tiles.json", "results/runs/tiles/GPU")
 def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
@@ -276,7 +276,8 @@ def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     summary = tiler.summarize(results)
     path = write_record(out_dir or default_out("tiles"), "tiles.json", {"flush": flush, "cases": summary})
     if flush != "memset":
-        click.echo(f"timed after a {flush} flush, not the runner's memset: compare the ratios, not the times")
+        click.echo(f"timed after a {flush} flush, not the runner's memset: each time also carries the call's output "
+                   "written back during the next flush, so ratios run closer to 1 than the kernels' own costs")
     click.echo(tiler.format_table(summary, top))
     click.echo(f"wrote {path}")
 
