@@ -192,27 +192,23 @@ __device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
 template <int W, int V, bool EF, bool ROWS>
 __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* __restrict__ weight,
                                       const float* __restrict__ bias, float* __restrict__ out,
-                                      int D, int S, int spans_per_row, int spans, int spans_shift) {
+                                      int D, int S, int spans_per_row, int spans) {
   constexpr int Q = (W + 2) / 4;  // groups back that the W - 1 left neighbours reach
   const int groups = S >> 2;
   const int lane = threadIdx.x & 31;
   const unsigned warp_span = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   unsigned row, span_in_row;
   int d;
-  // No division lies on the first load's path (NOTES v38): at one wave, every cycle before it is paid once.
   if (ROWS) {
-    // No guard: launch_cuda takes the row grid only where a row's spans fill whole blocks, and a spare warp
-    // would find its groups past the row's end, where its stores and its loads there are predicated off.
+    // a guard only: launch_cuda takes the row grid where a row's spans fill whole blocks, so no warp is spare
+    if (warp_span >= (unsigned)spans_per_row) return;
     d = blockIdx.y;
     row = blockIdx.z * gridDim.y + blockIdx.y;
     span_in_row = warp_span;
   } else {
     if (warp_span >= (unsigned)spans) return;  // the last block's spare warps leave whole, so every shuffle has its 32 lanes
-    // spans_shift >= 0: spans_per_row is 2^spans_shift, so the row comes by a shift, not a division
-    if (spans_shift >= 0)
-      row = warp_span >> spans_shift;
-    else
-      row = warp_span / (unsigned)spans_per_row;
+    row = warp_span / (unsigned)spans_per_row;
+    d = (int)(row % (unsigned)D);
     span_in_row = warp_span - row * spans_per_row;
   }
   const float4* x_row = reinterpret_cast<const float4*>(x) + (long long)row * groups;
@@ -220,17 +216,16 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
   const int first = (int)span_in_row * (32 * V) + lane;  // this lane's group at v = 0
   const int ahead = groups - first;  // groups from this lane's first to the row's end: group v is in the row if 32v < ahead
 
+  float w[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) w[k] = weight[d * W + k];
+  const float b = bias[d];
   float4 cur[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) cur[v] = load_group<EF>(x_row + first + 32 * v, 32 * v < ahead);
   float4 edge[Q > 0 ? Q : 1];
 #pragma unroll
   for (int q = 1; q <= Q; ++q) edge[q - 1] = load_group<EF>(x_row + first - q, lane < q && first - q >= 0 && first - q < groups);
-  if (!ROWS) d = (int)(row % (unsigned)D);  // only the weights need d, so its division is off x's loads' path
-  float w[W];
-#pragma unroll
-  for (int k = 0; k < W; ++k) w[k] = weight[d * W + k];
-  const float b = bias[d];
 
 #pragma unroll
   for (int v = 0; v < V; ++v) {
@@ -284,10 +279,8 @@ def launch_cuda(x, weight, bias, out, block: int, num_warps: int, evict_first: b
     spans = B * D * spans_per_row
     row_grid = rows_grid(B, D, spans_per_row, V, num_warps)
     grid = (spans_per_row // num_warps, D, B) if row_grid else (-(-spans // num_warps), 1, 1)
-    shift = spans_per_row.bit_length() - 1  # where a row's spans are a power of two, the flat walk shifts
     cuda_kernel(x.device.index or 0, weight.shape[1], V, evict_first, row_grid)(
-        grid=grid, block=(32 * num_warps, 1, 1),
-        args=[x, weight, bias, out, D, S, spans_per_row, spans, shift if 1 << shift == spans_per_row else -1])
+        grid=grid, block=(32 * num_warps, 1, 1), args=[x, weight, bias, out, D, S, spans_per_row, spans])
 
 
 def rows_grid(B: int, D: int, spans_per_row: int, V: int, num_warps: int) -> bool:

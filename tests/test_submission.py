@@ -157,9 +157,7 @@ CUDA_SHAPES = [(1, 3, 300), (2, 5, 4096), (1, 2, 36), (3, 5, 512), (2, 7, 2048),
 
 def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_shapes_reach_both(monkeypatch):
     """launch_cuda with a recording stand-in for the NVRTC build: the row grid has exactly a row's spans
-    along x and D, B along y, z; the flat walk covers every span; the kernel gets the shift that divides by
-    a row's spans where their count is a power of two, else -1; CUDA_SHAPES run both grids, and the flat
-    walk both ways of finding its row, on the GPU."""
+    along x and D, B along y, z; the flat walk covers every span; CUDA_SHAPES run both grids on the GPU."""
     launches = []
 
     def recording_build(device_index, W, V, evict_first, row_grid):
@@ -167,7 +165,6 @@ def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_sh
 
     monkeypatch.setattr(submission, "cuda_kernel", recording_build)
     grids = {True: set(), False: set()}
-    flat_rows = set()
     for B, D, S in CUDA_SHAPES:
         x, weight, bias = make_inputs(B, D, S, 4, seed=1)
         for block, warps in submission.CUDA_TILES:
@@ -175,16 +172,13 @@ def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_sh
             V, row_grid, grid, threads, args = launches[-1]
             spans_per_row = -(-S // (128 * V))
             assert V == max(1, block // (128 * warps)) and threads == (32 * warps, 1, 1)
-            shift = spans_per_row.bit_length() - 1
-            assert args[-3:] == [spans_per_row, B * D * spans_per_row, shift if 1 << shift == spans_per_row else -1]
+            assert args[-2:] == [spans_per_row, B * D * spans_per_row]
             if row_grid:
                 assert grid == (spans_per_row // warps, D, B) and grid[0] * warps == spans_per_row
             else:
                 assert grid[1:] == (1, 1) and 0 <= grid[0] * warps - B * D * spans_per_row < warps
-                flat_rows.add("shift" if args[-1] >= 0 else "division")
             grids[row_grid].add(V)
     assert grids == {True: {1, 2, 4}, False: {1, 2, 4, 8, 16}}
-    assert flat_rows == {"shift", "division"}
 
 
 @pytest.mark.parametrize("B, D, spans_per_row, V, warps, row_grid", [
