@@ -45,8 +45,9 @@ FLUSH_INT64S = 32 * 1024 * 1024  # 256 MB, zeroed (or read, see FLUSHES) before 
 # dirty lines, whose write-backs a call pays for as it evicts them. "read" (sums the buffer; not the runner's,
 # for the tools only) leaves L2 clean, but the subtraction then charges each call with the write-back of its
 # own dirty output during the next read, which the flush-only graph does not pay: every time carries that
-# charge (about 3.4 us on 1x1536x2048, H100) and ratios are pulled toward 1. It is the runner's loop after a
-# clean L2, not a kernel's cost in one (results/NOTES.md, "the read flush's ratios, timed per call").
+# charge (about 2 us on 1x1536x2048, H100, run80-81), the same for any call that writes as much, which by
+# arithmetic pulls ratios toward 1. It is the runner's loop after a clean L2, not a kernel's cost in one
+# (results/NOTES.md, "the read flush's ratios, timed per call").
 FLUSHES = ("memset", "read")
 PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")

@@ -259,7 +259,7 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 @click.option("--flush", default="memset", show_default=True, type=click.Choice(harness.FLUSHES),
               help="what evicts x from L2 before each call: the runner's memset of a 256 MB buffer (L2 left "
                    "dirty), or a read of it (L2 left clean; each time then also carries the call's output "
-                   "written back during the next read, so ratios are pulled toward 1)")
+                   "written back during the next read, a like charge on every config)")
 @out_option("tiles.json", "results/runs/tiles/GPU")
 def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
@@ -277,7 +277,7 @@ def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     path = write_record(out_dir or default_out("tiles"), "tiles.json", {"flush": flush, "cases": summary})
     if flush != "memset":
         click.echo(f"timed after a {flush} flush, not the runner's memset: each time also carries the call's output "
-                   "written back during the next flush, so ratios run closer to 1 than the kernels' own costs")
+                   "written back during the next flush, a like charge on every config")
     click.echo(tiler.format_table(summary, top))
     click.echo(f"wrote {path}")
 
