@@ -87,10 +87,13 @@ CUDA_TILES = TILES + [(2048, 16)]
 CONFIG_SPACE = TILES + [(block, warps, build) for build in CUDA_BUILDS for block, warps in CUDA_TILES]
 # The H200 sweeps' runners-up, best first (Triton: run20; CUDA: run23, results/nvidia-h200/tiles_run23.json, each the
 # best or within 1% of it on some case; CUDA_EF: run32, where evict-first loads won on the S = 2048 cases;
-# 2048/16: H100 run45, the large shapes); the heuristic always goes first.
+# 2048/16: H100 run45, the large shapes; 4096/4 and 4096/8 evict-first: the H100 sweep's two fastest on the
+# one-wave case (run78), and 4096/8 1.5% faster still once the flat walk shifts (run85)); the heuristic goes
+# first. 1024/4 and 512/1 CUDA made way for those two: 2.6% or more behind the fastest candidate on every
+# leaderboard case in the H100 and H200 searches (run78; H200 at 7c8dbb5).
 CANDIDATES = [(4096, 8), (2048, 4), (1024, 2), (512, 1)]
 CUDA_CANDIDATES = [(4096, 2, CUDA), (2048, 1, CUDA), (4096, 2, CUDA_EF), (2048, 1, CUDA_EF),
-                   (1024, 2, CUDA), (1024, 4, CUDA), (512, 1, CUDA), (2048, 2, CUDA), (2048, 16, CUDA)]
+                   (1024, 2, CUDA), (4096, 8, CUDA_EF), (4096, 4, CUDA_EF), (2048, 2, CUDA), (2048, 16, CUDA)]
 # PTXAS Advanced Controls Files that only the B200 runner has; each joins the list on the heuristic tile.
 ACF_GLOB = "/opt/booster_pack/*.acf"
 # reference.py's tolerance, by its names there (this file travels alone, so it cannot import them)
@@ -192,24 +195,32 @@ __device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
 template <int W, int V, bool EF, bool ROWS>
 __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* __restrict__ weight,
                                       const float* __restrict__ bias, float* __restrict__ out,
-                                      int D, int S, int spans_per_row, int spans) {
+                                      int D, int S, int spans_code, int spans) {
   constexpr int Q = (W + 2) / 4;  // groups back that the W - 1 left neighbours reach
   const int groups = S >> 2;
   const int lane = threadIdx.x & 31;
   const unsigned warp_span = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   unsigned row, span_in_row;
   int d;
+  // spans_code: a row's spans, as their log2 where they are a power of two, else negated. It rides in the
+  // parameter words main's kernel had: a ninth word starts a new line of the constant bank, a line every
+  // block's first load would wait for from a cold L2 (NOTES v38).
   if (ROWS) {
-    // a guard only: launch_cuda takes the row grid where a row's spans fill whole blocks, so no warp is spare
-    if (warp_span >= (unsigned)spans_per_row) return;
+    // No guard: launch_cuda takes the row grid only where a row's spans fill whole blocks, and a spare warp
+    // would find its groups past the row's end, where its stores and its loads there are predicated off.
     d = blockIdx.y;
     row = blockIdx.z * gridDim.y + blockIdx.y;
     span_in_row = warp_span;
   } else {
     if (warp_span >= (unsigned)spans) return;  // the last block's spare warps leave whole, so every shuffle has its 32 lanes
-    row = warp_span / (unsigned)spans_per_row;
+    if (spans_code >= 0) {  // a shift, not a division, on the first load's path
+      row = warp_span >> spans_code;
+      span_in_row = warp_span & ((1u << spans_code) - 1u);
+    } else {
+      row = warp_span / (unsigned)-spans_code;
+      span_in_row = warp_span - row * (unsigned)-spans_code;
+    }
     d = (int)(row % (unsigned)D);
-    span_in_row = warp_span - row * spans_per_row;
   }
   const float4* x_row = reinterpret_cast<const float4*>(x) + (long long)row * groups;
   float4* out_row = reinterpret_cast<float4*>(out) + (long long)row * groups;
@@ -279,8 +290,10 @@ def launch_cuda(x, weight, bias, out, block: int, num_warps: int, evict_first: b
     spans = B * D * spans_per_row
     row_grid = rows_grid(B, D, spans_per_row, V, num_warps)
     grid = (spans_per_row // num_warps, D, B) if row_grid else (-(-spans // num_warps), 1, 1)
+    shift = spans_per_row.bit_length() - 1
+    spans_code = shift if 1 << shift == spans_per_row else -spans_per_row
     cuda_kernel(x.device.index or 0, weight.shape[1], V, evict_first, row_grid)(
-        grid=grid, block=(32 * num_warps, 1, 1), args=[x, weight, bias, out, D, S, spans_per_row, spans])
+        grid=grid, block=(32 * num_warps, 1, 1), args=[x, weight, bias, out, D, S, spans_code, spans])
 
 
 def rows_grid(B: int, D: int, spans_per_row: int, V: int, num_warps: int) -> bool:

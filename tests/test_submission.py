@@ -165,6 +165,7 @@ def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_sh
 
     monkeypatch.setattr(submission, "cuda_kernel", recording_build)
     grids = {True: set(), False: set()}
+    flat_rows = set()
     for B, D, S in CUDA_SHAPES:
         x, weight, bias = make_inputs(B, D, S, 4, seed=1)
         for block, warps in submission.CUDA_TILES:
@@ -172,13 +173,16 @@ def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_sh
             V, row_grid, grid, threads, args = launches[-1]
             spans_per_row = -(-S // (128 * V))
             assert V == max(1, block // (128 * warps)) and threads == (32 * warps, 1, 1)
-            assert args[-2:] == [spans_per_row, B * D * spans_per_row]
+            shift = spans_per_row.bit_length() - 1
+            assert args[-2:] == [shift if 1 << shift == spans_per_row else -spans_per_row, B * D * spans_per_row]
             if row_grid:
                 assert grid == (spans_per_row // warps, D, B) and grid[0] * warps == spans_per_row
             else:
                 assert grid[1:] == (1, 1) and 0 <= grid[0] * warps - B * D * spans_per_row < warps
+                flat_rows.add("shift" if args[-2] >= 0 else "division")
             grids[row_grid].add(V)
     assert grids == {True: {1, 2, 4}, False: {1, 2, 4, 8, 16}}
+    assert flat_rows == {"shift", "division"}
 
 
 @pytest.mark.parametrize("B, D, spans_per_row, V, warps, row_grid", [
