@@ -268,12 +268,21 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
 """
 
 
+# ptxas's register cap, by groups of 4 a thread (V), where one is set. At V = 8 ptxas takes 56 registers, so
+# 9 blocks of 4 warps share an SM, and 1x2560x2048's 1280 blocks at 4096/4 need a second wave on the H100's
+# and H200's 132 SMs; at 48 (no spill on the row grid, 16 bytes on the flat walk) 10 share one. Only V = 8
+# gets a cap: any cap, even 255, changes the other builds' code (sass: V = 16's row grid 80 -> 95 registers).
+REGISTER_CAPS = {8: 48}
+
+
 @functools.lru_cache(maxsize=None)
 def cuda_kernel(device_index: int, W: int, V: int, evict_first: bool, row_grid: bool):
     """The CUDA kernel for one width, groups a thread, load hint and grid, built by NVRTC once per process and device."""
+    options = [f"--maxrregcount={REGISTER_CAPS[V]}"] if V in REGISTER_CAPS else None
     with torch.cuda.device(device_index):
         return torch.cuda._compile_kernel(
-            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(row_grid).lower()}>")
+            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(row_grid).lower()}>",
+            nvcc_options=options)
 
 
 def cuda_serves(x, weight, out) -> bool:

@@ -1,4 +1,5 @@
 """submission.py: right on every shape the runner may send, and clear about bad input."""
+import contextlib
 import re
 
 import pytest
@@ -183,6 +184,25 @@ def test_launch_cuda_gives_each_grid_a_block_for_every_span_and_the_gpu_tests_sh
             grids[row_grid].add(V)
     assert grids == {True: {1, 2, 4}, False: {1, 2, 4, 8, 16}}
     assert flat_rows == {"shift", "division"}
+
+
+def test_only_the_builds_with_a_register_cap_pass_one_to_nvrtc(monkeypatch):
+    """cuda_kernel with a recording stand-in for NVRTC: a cap reaches NVRTC for each V in REGISTER_CAPS and
+    no option at all for the rest, whose code any cap would change."""
+    builds = []
+    monkeypatch.setattr(torch.cuda, "_compile_kernel", lambda source, name, nvcc_options=None: builds.append((name, nvcc_options)),
+                        raising=False)
+    monkeypatch.setattr(torch.cuda, "device", lambda index: contextlib.nullcontext())
+    submission.cuda_kernel.cache_clear()
+    try:
+        for V in (1, 2, 4, 8, 16):
+            submission.cuda_kernel(0, 4, V, True, False)
+    finally:
+        submission.cuda_kernel.cache_clear()
+    assert {builds[i][1] is None for i in range(5)} == {True, False}  # some builds capped, some left alone
+    assert builds == [(f"causal_conv1d_shuffle<4, {V}, true, false>",
+                       [f"--maxrregcount={submission.REGISTER_CAPS[V]}"] if V in submission.REGISTER_CAPS else None)
+                      for V in (1, 2, 4, 8, 16)]
 
 
 @pytest.mark.parametrize("B, D, spans_per_row, V, warps, row_grid", [
