@@ -75,7 +75,9 @@ RETIME_SAMPLES = 18
 # (H100 run51), so a 1% margin left a 1-1.5% gap (cuda-ef over cuda at 4096/2, 1x2560x2048) on its edge.
 RETIME_MARGIN = TUNE_MARGIN / 2
 MAX_CANDIDATES = 12
-MAX_ACF = 3  # control files tried on the heuristic tile, so the CUDA tiles keep their places
+# Control files tried on the heuristic tile. With three, the cut at MAX_CANDIDATES takes the Triton runners-up
+# and the last CUDA tile, 2048/16: the large shapes' pick, never a leaderboard case's (run77, run78, run86, run87).
+MAX_ACF = 3
 # Every tile the kernel is built for (BLOCK, num_warps): each thread owns 2 to 16 groups of 4 (8 to 64
 # outputs); fewer starves the loads in flight, more leaves too few programs for the small cases.
 TILES = [(block, warps) for block in (256, 512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
@@ -89,8 +91,10 @@ CONFIG_SPACE = TILES + [(block, warps, build) for build in CUDA_BUILDS for block
 # best or within 1% of it on some case; CUDA_EF: run32, where evict-first loads won on the S = 2048 cases;
 # 2048/16: H100 run45, the large shapes; 4096/4 and 4096/8 evict-first: the H100 sweep's two fastest on the
 # one-wave case (run78), and 4096/8 1.5% faster still once the flat walk shifts (run85)); the heuristic goes
-# first. 1024/4 and 512/1 CUDA made way for those two: 2.6% or more behind the fastest candidate on every
-# leaderboard case in the H100 and H200 searches (run78; H200 at 7c8dbb5).
+# first. 1024/4 and 512/1 CUDA made way for those two: 1.9% or more behind the fastest candidate on every
+# leaderboard case in the H100 and H200 searches (run78; results/nvidia-h200/search_check.json, 7c8dbb5).
+# They had been near the fastest on the large shapes only (1024/4 the H100's pick on 8x4096x8192 in run77,
+# 2048/16 0.28% faster inside the margin).
 CANDIDATES = [(4096, 8), (2048, 4), (1024, 2), (512, 1)]
 CUDA_CANDIDATES = [(4096, 2, CUDA), (2048, 1, CUDA), (4096, 2, CUDA_EF), (2048, 1, CUDA_EF),
                    (1024, 2, CUDA), (4096, 8, CUDA_EF), (4096, 4, CUDA_EF), (2048, 2, CUDA), (2048, 16, CUDA)]
@@ -188,7 +192,8 @@ __device__ __forceinline__ float4 shuffle_group(float4 v, int src) {
 // first q lanes, lane 32 - q + l's at v - 1; only at v = 0 do lanes < q load it (the groups just before the
 // warp's span). Where the spans go:
 // ROWS false: a block's warps take consecutive spans in x's flat order, so where a row is shorter than a
-//   block the block covers several rows and no lane is left masked; a warp divides to find its row.
+//   block the block covers several rows and no lane is left masked; a warp finds its row with a shift where
+//   a row's spans are a power of two, else with a division.
 // ROWS true: the grid is (blocks along a row, D, B) and a block stays in one row, so the row and d come
 //   with the block and no division comes before the first load (NOTES v34: at one group a thread the
 //   divisions were half the instructions before it).
@@ -202,9 +207,9 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
   const unsigned warp_span = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   unsigned row, span_in_row;
   int d;
-  // spans_code: a row's spans, as their log2 where they are a power of two, else negated. It rides in the
-  // parameter words main's kernel had: a ninth word starts a new line of the constant bank, a line every
-  // block's first load would wait for from a cold L2 (NOTES v38).
+  // spans_code: a row's spans, as their log2 where they are a power of two, else negated. It rides in one of
+  // the eight parameter words: a ninth starts a new line of the constant bank, which every block may wait
+  // for from a cold L2 before its first load (NOTES v38, v38d: the likeliest reading, not a settled one).
   if (ROWS) {
     // No guard: launch_cuda takes the row grid only where a row's spans fill whole blocks, and a spare warp
     // would find its groups past the row's end, where its stores and its loads there are predicated off.
@@ -268,21 +273,12 @@ __global__ void causal_conv1d_shuffle(const float* __restrict__ x, const float* 
 """
 
 
-# ptxas's register cap, by groups of 4 a thread (V), where one is set. At V = 8 ptxas takes 56 registers, so
-# 9 blocks of 4 warps share an SM, and 1x2560x2048's 1280 blocks at 4096/4 need a second wave on the H100's
-# and H200's 132 SMs; at 48 (no spill on the row grid, 16 bytes on the flat walk) 10 share one. Only V = 8
-# gets a cap: any cap, even 255, changes the other builds' code (sass: V = 16's row grid 80 -> 95 registers).
-REGISTER_CAPS = {8: 48}
-
-
 @functools.lru_cache(maxsize=None)
 def cuda_kernel(device_index: int, W: int, V: int, evict_first: bool, row_grid: bool):
     """The CUDA kernel for one width, groups a thread, load hint and grid, built by NVRTC once per process and device."""
-    options = [f"--maxrregcount={REGISTER_CAPS[V]}"] if V in REGISTER_CAPS else None
     with torch.cuda.device(device_index):
         return torch.cuda._compile_kernel(
-            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(row_grid).lower()}>",
-            nvcc_options=options)
+            CUDA_SOURCE, f"causal_conv1d_shuffle<{W}, {V}, {str(evict_first).lower()}, {str(row_grid).lower()}>")
 
 
 def cuda_serves(x, weight, out) -> bool:
