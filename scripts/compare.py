@@ -139,6 +139,11 @@ def summarize(results: dict, cases: list[dict], impls: dict, ran: dict | None = 
     copies = [times for name, times in per_case.items() if kinds[name] == "copy"]
     labels = [harness.case_label(a) for a in cases]
     per_case[FLOOR] = {label: min((t[label] for t in copies if t.get(label)), default=None) for label in labels}
+    # Which copy each case's floor is: the same-tile copies of this run's picks join the set, so two runs'
+    # floors are alike only over the copies both timed.
+    floor_copy = {label: min(((t[label], name) for name, t in per_case.items()
+                              if kinds.get(name) == "copy" and t.get(label)), default=(None, None))[1]
+                  for label in labels}
     kinds = dict(kinds, **{FLOOR: "copy"})
     torch_copy = per_case.get(registry.TORCH_COPY, {})
 
@@ -154,6 +159,8 @@ def summarize(results: dict, cases: list[dict], impls: dict, ran: dict | None = 
                        "vs_floor": g / geo(per_case[FLOOR]) if g and geo(per_case[FLOOR]) else None,
                        "per_case_vs_copy": _ratios(times, torch_copy),
                        "per_case_vs_floor": _ratios(times, per_case[FLOOR])}
+        if name == FLOOR:
+            rows[name]["copy_per_case"] = floor_copy
         same_tile = {}
         for case, tile in (ran or {}).get(name, {}).items():
             copy_us = min((us for us in (per_case.get(baselines.copy_name(*tile, ef), {}).get(case) for ef in (False, True))
@@ -196,6 +203,9 @@ def format_table(impls: dict, cases: list[dict]) -> str:
     lines.append("microseconds (in brackets: over the floor, the fastest copy of x of that case in this run); "
                  "geomean over the leaderboard cases; 'vs copy' and 'vs floor': geomean over torch's copy's and "
                  "the floor's")
+    floor_copy = impls.get(FLOOR, {}).get("copy_per_case")
+    if floor_copy:
+        lines.append("the floor's copy: " + ", ".join(f"{case} {floor_copy.get(case) or '-'}" for case in names))
     ours = [(name, entry["same_tile"]) for name, entry in impls.items() if entry.get("same_tile")]
     if ours:
         lines.append("at the tile each ran, over a Triton copy at that tile (what the kernel pays over a copy):")

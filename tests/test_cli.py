@@ -359,12 +359,15 @@ def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):
     assert "1x3x40x4" in summary["wrong_variant"]["errors"] and "mismatch" in summary["wrong_variant"]["errors"]["1x3x40x4"]
     copies = [name for name, entry in summary.items() if entry["kind"] == "copy" and name != cmp.FLOOR]
     assert summary["floor"]["per_case_us"]["1x3x40x4"] == min(summary[c]["per_case_us"]["1x3x40x4"] for c in copies)
+    fastest = {case: min(copies, key=lambda c: summary[c]["per_case_us"][case]) for case in ("1x3x40x4", "2x2x33x3")}
+    assert summary["floor"]["copy_per_case"] == fastest  # which copy the floor is, case by case
     ratio = summary["submission"]["per_case_vs_floor"]["1x3x40x4"]
     assert ratio == summary["submission"]["per_case_us"]["1x3x40x4"] / summary["floor"]["per_case_us"]["1x3x40x4"]
     table = cmp.format_table(summary, cases)
     assert "wrong_variant" in table and "FAIL" in table and "failed checks" in table and "vs floor" in table
     same_tile_row = next(line for line in table.splitlines() if line.startswith("submission") and "64/1" in line)
     assert f"64/1 {same['vs_same_tile_copy']:.3f}" in same_tile_row
+    assert f"the floor's copy: 1x3x40x4 {fastest['1x3x40x4']}, 2x2x33x3 {fastest['2x2x33x3']}" in table
     path = cmp.write_results(summary, cases, "cpu", "abc1234", "2026-12-02", tmp_path / "out",
                              rounds={"asked": 2, "done": 2, "interrupted": None})
     data = json.loads(path.read_text())
