@@ -136,14 +136,13 @@ def summarize(results: dict, cases: list[dict], impls: dict, ran: dict | None = 
     kinds = {name: kind for name, (kind, _) in impls.items()}
     leaderboard = [harness.case_label(c.args) for c in harness.cases_from_task("benchmarks")]
     per_case = {name: {k: v.get("us") for k, v in entries.items()} for name, entries in results.items()}
-    copies = [times for name, times in per_case.items() if kinds[name] == "copy"]
     labels = [harness.case_label(a) for a in cases]
-    per_case[FLOOR] = {label: min((t[label] for t in copies if t.get(label)), default=None) for label in labels}
-    # Which copy each case's floor is: the same-tile copies of this run's picks join the set, so two runs'
-    # floors are alike only over the copies both timed.
-    floor_copy = {label: min(((t[label], name) for name, t in per_case.items()
-                              if kinds.get(name) == "copy" and t.get(label)), default=(None, None))[1]
-                  for label in labels}
+    # (microseconds, copy) of each case's fastest copy. Which copy it is gets recorded: the same-tile copies
+    # of this run's picks join the set, so two runs' floors are alike only over the copies both timed.
+    fastest = {label: min(((times[label], name) for name, times in per_case.items()
+                           if kinds[name] == "copy" and times.get(label)), default=(None, None)) for label in labels}
+    per_case[FLOOR] = {label: us for label, (us, _) in fastest.items()}
+    floor_copy = {label: name for label, (_, name) in fastest.items()}
     kinds = dict(kinds, **{FLOOR: "copy"})
     torch_copy = per_case.get(registry.TORCH_COPY, {})
 
