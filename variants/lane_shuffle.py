@@ -24,7 +24,7 @@ from variants import _submission_base
 from variants._submission_base import columns
 
 _base = _submission_base.load("submission_for_lane_shuffle")
-SHFL = "shfl.sync.idx.b32 $0, $1, $2, 0x1f, 0xffffffff;"
+SHFL = tl.constexpr("shfl.sync.idx.b32 $0, $1, $2, 0x1f, 0xffffffff;")  # a global a kernel reads must be a constexpr
 
 
 @triton.jit

@@ -1,0 +1,64 @@
+"""variants/lane_shuffle.py built for the GPU, here on the CPU: Triton compiles for sm_90 without one (its
+wheel carries ptxas and cuobjdump). The interpreter the other tests run it under takes the `tl.gather` path
+and no PTX, so only a build shows that the GPU path compiles and that the compiler keeps what the
+shuffles assume: row l of each 1-D [NW * 32] operand in lane l of warp l // 32 (results/NOTES.md, v42h: a
+3-D operand did not keep it under Triton 3.6)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+BUILD = r"""
+import json, os, re, subprocess, sys, tempfile
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from variants import lane_shuffle
+W, V, NW, EVEN = (int(a) for a in sys.argv[1:5])
+signature = dict.fromkeys(["x_ptr", "w_ptr", "b_ptr", "out_ptr"], "*fp32")
+signature.update(dict.fromkeys(["D", "S", "rows", "spans_per_row"], "i32"))
+constants = dict(W=W, V=V, NW=NW, EVEN=bool(EVEN), EVICT="evict_first", INTERPRET=False)
+signature.update(dict.fromkeys(constants, "constexpr"))
+aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}  # what the JIT sees at 16-byte aligned inputs
+kernel = triton.compile(ASTSource(fn=lane_shuffle.lane_shuffle_kernel, signature=signature, constexprs=constants,
+                                  attrs=aligned), target=GPUTarget("cuda", 90, 32), options=dict(num_warps=NW))
+ttgir = kernel.asm["ttgir"]
+layouts = dict(re.findall(r"^(#\w+) = (.*)$", ttgir, re.M))
+operands = set(re.findall(r"elementwise_inline_asm[^\n]*: (tensor<[^>]*>)", ttgir))
+cubin = os.path.join(tempfile.mkdtemp(), "k.cubin")
+open(cubin, "wb").write(kernel.asm["cubin"])
+tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+sass = subprocess.run([tool, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+print(json.dumps({"operands": sorted(operands), "layouts": layouts,
+                  "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)), "vector_loads": len(re.findall(r"\bLDG\.E[.A-Z]*\.128\b", sass))}))
+"""
+
+
+def shuffled_columns(W: int) -> int:
+    """Columns a lane takes from another per group: of the group q back, those a tap reads (r >= 4q - W + 1)."""
+    return sum(1 for q in range(1, (W + 2) // 4 + 1) for r in range(4) if 4 * q - r <= W - 1)
+
+
+@pytest.mark.parametrize("W, V, NW, EVEN", [(4, 16, 2, 1), (4, 4, 8, 1), (4, 16, 1, 0), (13, 4, 2, 0), (3, 8, 1, 1)],
+                         ids=lambda v: str(v))
+def test_the_gpu_build_keeps_one_row_a_lane_for_every_shuffle(W, V, NW, EVEN):
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, "-c", BUILD, str(W), str(V), str(NW), str(EVEN)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    built = json.loads(done.stdout.strip().splitlines()[-1])
+    assert built["operands"], "no inline-asm shuffle in the build"
+    for operand in built["operands"]:
+        shape, layout = re.fullmatch(r"tensor<(\d+)xf32, (#\w+)>", operand).groups()
+        assert int(shape) == NW * 32, f"a shuffle operand is {operand}, not 1-D [NW * 32]"
+        assert re.search(rf"threadsPerWarp = \[32\], warpsPerCTA = \[{NW}\]", built["layouts"][layout]), \
+            f"{operand}: {built['layouts'][layout]} does not put row l in lane l"
+    assert built["shfl"] == V * shuffled_columns(W)
+    # Every slot 16 bytes a lane, and the halo slot too unless the taps read only its aligned upper half (W = 3).
+    assert V <= built["vector_loads"] <= V + 1
