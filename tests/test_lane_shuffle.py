@@ -34,8 +34,8 @@ cubin = os.path.join(tempfile.mkdtemp(), "k.cubin")
 open(cubin, "wb").write(kernel.asm["cubin"])
 tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 sass = subprocess.run([tool, "-sass", cubin], capture_output=True, text=True, check=True).stdout
-print(json.dumps({"operands": sorted(operands), "layouts": layouts,
-                  "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)), "vector_loads": len(re.findall(r"\bLDG\.E[.A-Z]*\.128\b", sass))}))
+print(json.dumps({"operands": sorted(operands), "layouts": layouts, "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)),
+                  "vector_loads": len(re.findall(r"\bLDG\.E[.A-Z]*\.128\b", sass))}))
 """
 
 

@@ -12,9 +12,9 @@ is group 32 v + l), so the group q before a lane's group is lane l - q's in the 
 lane l - q + 32's in the slot before. All V slots and the halo slot (only the lanes that wrap load it)
 are loaded before the first shuffle.
 
-Measured (H100, run93-94, results/NOTES.md v42): up to 9% under submission.py's Triton kernel where that kernel
-is slow and at most 1.4% over it anywhere, but 1.3-6.6% over its CUDA kernel at the CUDA kernel's picks, so submission.py
-keeps CUDA.
+Measured (H100, run93-94, results/NOTES.md v42): up to 9% under submission.py's Triton kernel where that
+kernel is slow and at most 1.4% over it anywhere, but 1.3-6.6% over its CUDA kernel at the CUDA kernel's
+picks, so submission.py keeps CUDA.
 Under the CPU interpreter, which runs no PTX, the shuffle is `tl.gather` within each warp's 32 rows.
 Inputs whose groups are not 16-byte aligned (the layout then changes) go to submission.py's kernel.
 """
