@@ -31,8 +31,13 @@ def read_table(text: str) -> tuple[str, dict]:
 def tile_label(config) -> str:
     """A tile's or config's one text form: its numbers joined by '/' (1024/1, 2048/4/8), then how it is
     built, where the config says: 'cuda' as itself, a control file by its name (1024/1 +a.acf).
-    Records hold the config itself, as a list."""
-    numbers = "/".join(str(v) for v in config if isinstance(v, int) and not isinstance(v, bool))
+    Records hold the config itself, as a list. A flag (True/False) has no text form here, so two configs
+    apart only by one would share a label: a kernel file says such a choice as text (its build or hint)."""
+    flags = [v for v in config if isinstance(v, bool) or not isinstance(v, (int, str, type(None)))]
+    if flags:
+        raise ValueError(f"config {tuple(config)} has entries a label cannot show ({flags}): "
+                         "give each choice as a number or as text")
+    numbers = "/".join(str(v) for v in config if isinstance(v, int))
     return numbers + "".join(f" {build_label(v)}" for v in config if isinstance(v, str) and v)
 
 

@@ -27,6 +27,11 @@ def load_modules(files: list) -> dict:
         module = registry.load_kernel_file(path, f"tiles_{impl.name}")
         if not hasattr(module, "CONFIG_SPACE") or not hasattr(module, "launch"):
             raise ValueError(f"{path} defines no CONFIG_SPACE and launch(x, weight, bias, out, *config)")
+        # Records key each config by its label: two configs with one label would leave one row for both.
+        labels = [configs.tile_label(config) for config in module.CONFIG_SPACE]
+        shared = sorted({label for label in labels if labels.count(label) > 1})
+        if shared:
+            raise ValueError(f"{path}: more than one config of CONFIG_SPACE reads {', '.join(shared)}")
         modules[impl.name] = module
     return modules
 

@@ -14,7 +14,7 @@ import pytest
 
 import eval as harness
 from conftest import ROOT
-from scripts import registry
+from scripts import configs, registry
 
 HAS_HELION = importlib.util.find_spec("helion") is not None
 KERNEL_FILES = registry.submission_files() + registry.variant_files()
@@ -191,6 +191,32 @@ def test_tiles_loads_the_tiled_kernel_files_counts_their_timings_and_refuses_one
     assert tiles.timings_count(modules, [{}, {}], rounds=3) == 3 * 2 * (2 * len({c[:2] for c in space}) + len(space))
     with pytest.raises(ValueError, match="no_search.py defines no CONFIG_SPACE"):
         tiles.load_modules([ROOT / "variants" / "no_search.py"])
+
+
+def test_every_tiled_kernel_file_gives_each_config_its_own_label():
+    """tiles.json keys configs by label: lane_shuffle's evict-first flag once read as nothing, so of each tile's
+    two configs the record kept one (run97)."""
+    from scripts import tiles
+
+    files = [p for p in [ROOT / "submission.py", *registry.variant_files()] if "CONFIG_SPACE" in p.read_text()]
+    assert len(files) >= 5
+    for name, module in tiles.load_modules(files).items():
+        labels = [configs.tile_label(config) for config in module.CONFIG_SPACE]
+        assert len(set(labels)) == len(labels), name
+
+
+def test_tiles_refuses_a_kernel_file_whose_configs_a_label_cannot_tell_apart(tmp_path):
+    from scripts import tiles
+
+    body = "def custom_kernel(data): pass\ndef launch(*args): pass\nCONFIG_SPACE = {}\n"
+    flagged = tmp_path / "flagged.py"
+    flagged.write_text(body.format("[(1024, 1, False), (1024, 1, True)]"))
+    with pytest.raises(ValueError, match=r"config \(1024, 1, False\) has entries a label cannot show"):
+        tiles.load_modules([flagged])
+    twice = tmp_path / "twice.py"
+    twice.write_text(body.format("[(1024, 1, 'cuda'), (2048, 2), (1024, 1, 'cuda')]"))
+    with pytest.raises(ValueError, match="twice.py: more than one config of CONFIG_SPACE reads 1024/1 cuda"):
+        tiles.load_modules([twice])
 
 
 def test_tiles_holds_each_config_against_the_faster_of_its_two_same_tile_copies_and_the_floor_against_all():

@@ -119,12 +119,12 @@ def lane_shuffle_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, rows, spans_per_row,
         prev = slots[v]
 
 
-# (BLOCK, num_warps, evict_first): V = BLOCK / (128 * num_warps) groups a lane, 1 to 16.
-CONFIG_SPACE = [(block, warps, ef) for block in (512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
-                for ef in (False, True) if 1 <= block // (128 * warps) <= 16]
+# (BLOCK, num_warps, x's eviction policy): V = BLOCK / (128 * num_warps) groups a lane, 1 to 16.
+CONFIG_SPACE = [(block, warps, evict) for block in (512, 1024, 2048, 4096) for warps in (1, 2, 4, 8)
+                for evict in ("", "evict_first") if 1 <= block // (128 * warps) <= 16]
 
 
-def launch(x, weight, bias, out, block: int, num_warps: int, evict_first: bool) -> None:
+def launch(x, weight, bias, out, block: int, num_warps: int, evict: str) -> None:
     B, D, S = x.shape
     W = weight.shape[1]
     V = block // (128 * num_warps)
@@ -132,7 +132,7 @@ def launch(x, weight, bias, out, block: int, num_warps: int, evict_first: bool) 
     spans = B * D * spans_per_row
     lane_shuffle_kernel[(triton.cdiv(spans, num_warps),)](
         x, weight, bias, out, D, S, B * D, spans_per_row, W=W, V=V, NW=num_warps,
-        EVEN=S % (128 * V) == 0 and spans % num_warps == 0, EVICT="evict_first" if evict_first else "",
+        EVEN=S % (128 * V) == 0 and spans % num_warps == 0, EVICT=evict,
         INTERPRET=x.device.type != "cuda", num_warps=num_warps)
 
 
@@ -142,10 +142,10 @@ def launch_serves(x, weight, out) -> bool:
             and (weight.shape[1] + 2) // 4 <= 31)
 
 
-def _config(x) -> tuple[int, int, bool]:
+def _config(x) -> tuple[int, int, str]:
     """Four groups a lane in blocks of up to eight warps, evict-first: the variant's best on 1x1536x2048 (run94)."""
     block = min(4096, max(512, triton.next_power_of_2(x.shape[-1])))
-    return block, block // 512, True
+    return block, block // 512, "evict_first"
 
 
 custom_kernel, tile_for = _submission_base.custom_kernel_over(_base, launch, launch_serves, _config)
