@@ -15,7 +15,8 @@ are loaded before the first shuffle.
 Measured (H100, results/NOTES.md v42, v42c): without the barrier after the loads (run93-94), 1.3-6.6% over
 submission.py's CUDA kernel at the CUDA kernel's picks. With it (run96, evict-first both), 0.4-1.7% under
 the CUDA kernel at the same tile at 4096/2 and 2048/1 and within 1.5% either way at 4096/8; at each case's
-fastest tile of either, 1.1% behind to 0.7% ahead, inside the search's margin, so submission.py keeps CUDA.
+fastest tile of either, 1.1% behind to 0.7% ahead: no lead past the search's 1% margin, so submission.py
+keeps CUDA.
 Under the CPU interpreter, which runs no PTX, the shuffle is `tl.gather` within each warp's 32 rows.
 Inputs whose groups are not 16-byte aligned (the layout then changes) go to submission.py's kernel.
 """
@@ -82,8 +83,8 @@ def lane_shuffle_kernel(x_ptr, w_ptr, b_ptr, out_ptr, D, S, rows, spans_per_row,
         else:
             slots = slots + (tl.load(at + v * 128, mask=(live & (first + v * 32 < G))[:, None], other=0.0,
                                      eviction_policy=EVICT),)
-    # Without it ptxas sinks some slots' loads below the first shuffle, which waits on the first load, so
-    # they issue a round trip late (NOTES v42c: 1-4% at 16 groups a lane on the H100, run96).
+    # Without this barrier ptxas sinks some slots' loads below the first shuffle, which waits on the first
+    # load, so they issue a round trip late (NOTES v42c: 2.5-5.8% at 16 groups a lane on the H100, run96).
     tl.debug_barrier()
     w_row = w_ptr + d * W
     bias = tl.load(b_ptr + d, mask=live, other=0.0)
