@@ -165,9 +165,9 @@ def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     cases = cmp.resolve_cases(list(shapes))
     try:
         listed = registry.for_compare(file, list(variants), reference_too=not no_reference)
+        impls = cmp.build_impls(listed)  # imports each file
     except ValueError as error:
         raise click.ClickException(str(error)) from None
-    impls = cmp.build_impls(listed)
     ran = cmp.add_same_tile_copies(impls, cases)
     with click.progressbar(length=rounds * len(cases) * len(impls), label="timing", show_eta=True) as bar:
         run = cmp.run_compare(impls, cases, rounds, rep_ms, progress=bar.update)
@@ -263,13 +263,13 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
 @out_option("tiles.json", "results/runs/tiles/GPU")
 def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     """Each FILE's kernel at every config it is built for, beside a Triton copy at the same tile."""
-    require_gpu("tiles")
     from scripts import compare as cmp, tiles as tiler
 
-    try:
+    try:  # the files first: what is wrong with one is said on any machine
         modules = tiler.load_modules(list(files or (SUBMISSION,)))
     except ValueError as error:
         raise click.ClickException(str(error)) from None
+    require_gpu("tiles")
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=tiler.timings_count(modules, cases, rounds), label="timing tiles") as bar:
         results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update, flush=flush)
@@ -377,8 +377,8 @@ def sass(file, entry, arch, out_dir):
 
     try:
         module = registry.load_kernel_file(file, f"sass_{file.stem}")
-    except Exception as error:  # a kernel file is the user's code: whatever its import raises, one sentence
-        raise click.ClickException(f"{file.name} did not load: {type(error).__name__}: {error}") from None
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
     source = getattr(module, "CUDA_SOURCE", None)
     if not isinstance(source, str):
         raise click.ClickException(f"{file.name} defines no CUDA_SOURCE string: sass reads a kernel file's CUDA kernel")

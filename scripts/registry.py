@@ -65,10 +65,14 @@ class Impl:
 
 
 def load_kernel_file(path: Path, module_name: str):
-    """A kernel file imported under its own module name; ValueError without what the seam requires."""
+    """A kernel file imported under its own module name; ValueError, in one sentence, where it does not import
+    (it is the user's code: whatever its import raises) or lacks what the seam requires."""
     import eval as harness
 
-    module = harness.load_submission(path, module_name)
+    try:
+        module = harness.load_submission(path, module_name)
+    except Exception as error:
+        raise ValueError(f"{Path(path).name} did not load: {type(error).__name__}: {error}") from None
     missing = [name for name in SEAM_REQUIRES if not callable(getattr(module, name, None))]
     if missing:
         raise ValueError(f"{path} defines no {', '.join(missing)}")

@@ -671,3 +671,29 @@ def test_the_tiles_command_times_after_the_flush_asked_and_records_it(tmp_path, 
     assert len(record["cases"]["1x3x40x4"]["kernels"]["submission"]["configs"]) == len(modules["submission"].CONFIG_SPACE)
     refused = CliRunner().invoke(cli.cli, ["tiles", "--flush", "clean"])
     assert refused.exit_code == 2 and "'clean' is not one of 'memset', 'read'" in refused.output
+    folded = tmp_path / "folded.py"  # two configs apart only by a flag: one label, so one row for both
+    folded.write_text("def custom_kernel(data): pass\ndef launch(*args): pass\n"
+                      "CONFIG_SPACE = [(1024, 1, False), (1024, 1, True)]\n")
+    monkeypatch.setattr(harness, "gpu_available", lambda: False)  # said before the GPU is asked for
+    refused = CliRunner().invoke(cli.cli, ["tiles", str(folded)])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    assert refused.output.strip() == ("Error: config (1024, 1, False) has entries a label cannot show ([False]): "
+                                      "give each choice as a number or as text")
+
+
+@pytest.mark.parametrize("content", [b"def custom_kernel(:\n", b"\xff\xfe not text", b"import no_such_module_here\n"],
+                         ids=["syntax-error", "not-utf8", "import-error"])
+@pytest.mark.parametrize("command", ["tiles", "compare --variant"])
+def test_a_kernel_file_that_does_not_import_is_refused_in_one_sentence(tmp_path, monkeypatch, content, command):
+    """The tools import the user's kernel files: whatever that raises is said in one line, exit 1, where the
+    GPU would otherwise be timing (a SyntaxError once reached the user as a traceback)."""
+    from scripts import cli
+
+    broken = tmp_path / "broken.py"
+    broken.write_bytes(content)
+    monkeypatch.setattr(harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: [harness.parse_label("1x3x40x4")])
+    result = CliRunner().invoke(cli.cli, [*command.split(), str(broken), "--out", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith("Error: broken.py did not load: ")
