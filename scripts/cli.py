@@ -75,6 +75,15 @@ def write_record(out_dir: Path, name: str, fields: dict) -> Path:
     return path
 
 
+def end_cases_run(run, path: Path) -> None:
+    """The last line of a command that measures case by case: where its record went, or, where a signal ended
+    it, what it kept, with the signal's exit code (128 + the signal)."""
+    if run.stop:
+        click.echo(run.interrupted_line(path), err=True)
+        sys.exit(run.stop.exit_code)
+    click.echo(f"wrote {path}")
+
+
 def check_writable(json_out) -> None:
     """Refuse, before a run starts, a --json path the report cannot be written whole to."""
     problem = json_out is not None and harness.output_problem(json_out)
@@ -239,15 +248,16 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label="sweeping") as bar:
         try:
-            results = checker.check(cases, processes, rounds, rep_ms, progress=bar.update)
+            run = checker.check(cases, processes, rounds, rep_ms, progress=bar.update)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             raise click.ClickException(str(error))
     path = write_record(out_dir or default_out("search_check"), "search_check.json",
-                        {"processes": processes, "margin": module.TUNE_MARGIN, "cases": results})
-    for entry in results.values():
+                        {"processes": processes, "margin": module.TUNE_MARGIN, "cases_run": run.record(),
+                         "cases": run.results})
+    for entry in run.results.values():
         click.echo("\n".join(entry["lines"]))
-    click.echo(checker.format_table(results, module.TUNE_MARGIN))
-    click.echo(f"wrote {path}")
+    click.echo(checker.format_table(run.results, module.TUNE_MARGIN))
+    end_cases_run(run, path)
 
 
 @cli.command()
@@ -272,14 +282,15 @@ def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
     require_gpu("tiles")
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=tiler.timings_count(modules, cases, rounds), label="timing tiles") as bar:
-        results = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update, flush=flush)
-    summary = tiler.summarize(results)
-    path = write_record(out_dir or default_out("tiles"), "tiles.json", {"flush": flush, "cases": summary})
+        run = tiler.sweep(modules, cases, rounds, rep_ms, progress=bar.update, flush=flush)
+    summary = tiler.summarize(run.results)
+    path = write_record(out_dir or default_out("tiles"), "tiles.json",
+                        {"flush": flush, "cases_run": run.record(), "cases": summary})
     if flush != "memset":
         click.echo(f"timed after a {flush} flush, not the runner's memset: each time also carries the call's output "
                    "written back during the next flush, a like charge on every config")
     click.echo(tiler.format_table(summary, top))
-    click.echo(f"wrote {path}")
+    end_cases_run(run, path)
 
 
 @cli.command(name="helion-tune")

@@ -30,8 +30,9 @@ export PYTHONUNBUFFERED=1 EVAL_COOLDOWN_S=${EVAL_COOLDOWN_S:-1}
 LOG=$OUT/log.txt  # written as it goes, so a call cut short still brings its log back
 steps=${*:-env pytest eval runner compare}
 # A SIGTERM to the call's process group (`timeout N bash scripts/device_run.sh ...`) reaches the step's command,
-# which writes what it finished (compare keeps its whole rounds); tee ignores it, so the command's last lines
-# still reach the log, and the trap packs results/device before the script ends.
+# which writes what it finished (compare keeps its whole rounds, tiles and search-check their whole cases); tee
+# ignores it, so the command's last lines still reach the log, and the trap packs results/device before the
+# script ends.
 pack() { tar czf "$OUT/device.tgz" $DEV; }
 trap 'echo "### stopped by SIGTERM in step ${step:-setup}" >> "$LOG"; pack; exit 143' TERM
 log() { (trap '' TERM; exec tee -a "$LOG"); }

@@ -16,8 +16,7 @@ import statistics
 import subprocess
 import sys
 
-import eval as harness
-from scripts import ROOT, SUBMISSION, configs, registry
+from scripts import ROOT, SUBMISSION, configs, registry, whole_cases
 
 FINALISTS = 3  # the sweep's fastest, re-timed beside the picks
 CONFIRM_ROUNDS = 5  # rounds of that re-timing; the median of each is kept
@@ -85,15 +84,15 @@ def finalists(sweep_us: dict, picks: list, space) -> list:
     return list(dict.fromkeys(fastest + [key for key in map(sweep_key, picks) if key in timeable]))
 
 
-def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progress=None) -> dict:
-    """{case: verdict plus the processes' pick lines, the sweep and the re-timing}: the searches first,
-    then the sweep, then its finalists and the picks timed together."""
+def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progress=None) -> whole_cases.CasesRun:
+    """Per case, the verdict plus the processes' pick lines, the sweep and the re-timing: the searches first,
+    then the sweep, then its finalists and the picks timed together. A signal keeps the cases that finished."""
     from scripts import tune
 
     module = registry.load_kernel_file(SUBMISSION, "submission")
     gpu = module.gpu_key(0)
-    results = {}
-    for args in cases:
+
+    def check_case(args: dict) -> dict:
         records = fresh_searches(args, processes, module.TUNE_ENV)
         picks = [record["pick"] for record in records]
         sweep_us = next(iter(tune.sweep(module, gpu, [args], module.CONFIG_SPACE, rep_ms, rounds, progress).values()))
@@ -105,8 +104,9 @@ def check(cases: list[dict], processes: int, rounds: int, rep_ms: float, progres
         entry["sweep_us"] = {configs.tile_label(tile): us for tile, us in sorted(sweep_us.items(), key=lambda kv: kv[1])}
         entry["retimed_us"] = {configs.tile_label(tile): us for tile, us in sorted(retimed.items(), key=lambda kv: kv[1])}
         entry["timed_vs_sweep"] = [timed_vs_sweep(timed, entry["sweep_us"]) for timed in entry["timed"]]
-        results[harness.case_label(args)] = entry
-    return results
+        return entry
+
+    return whole_cases.run_cases(cases, check_case)
 
 
 def timed_vs_sweep(timed: dict, sweep_us: dict) -> dict:

@@ -12,7 +12,7 @@ num_warps) and launch(x, weight, bias, out, *config).
 import statistics
 
 import eval as harness
-from scripts import baselines, configs
+from scripts import baselines, configs, whole_cases
 
 EVICT_FIRST = "evict_first"  # a copy's key's third entry: x loaded with that hint
 
@@ -42,18 +42,19 @@ def timings_count(modules: dict, cases: list[dict], rounds: int) -> int:
     return rounds * len(cases) * (2 * len(tiles) + sum(len(module.CONFIG_SPACE) for module in modules.values()))
 
 
-def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None, flush: str = "memset") -> dict:
-    """{case: {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}}}: medians over interleaved rounds,
-    each timing after `flush` (eval.FLUSHES; the runner's is "memset"). A config that fails the check on a case
-    is left out of it, with its error under "errors"."""
+def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None,
+          flush: str = "memset") -> whole_cases.CasesRun:
+    """Per case, {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}, "errors": {}}: medians over
+    interleaved rounds, each timing after `flush` (eval.FLUSHES; the runner's is "memset"). A config that fails
+    the check on a case is left out of it, with its error under "errors". A signal keeps the cases that finished."""
     import reference
     import torch
 
     tiles = sorted({tuple(config[:2]) for module in modules.values() for config in module.CONFIG_SPACE})
     copy_fns = {tile: baselines.triton_copy(*tile) for tile in tiles}
     copy_fns.update({(*tile, EVICT_FIRST): baselines.triton_copy(*tile, True) for tile in tiles})
-    results = {}
-    for args in cases:
+
+    def sweep_case(args: dict) -> dict:
         data = reference.generate_input(**args)
         out = torch.empty_like(data[0])
         pristine = harness.clone_inputs(data)
@@ -74,10 +75,10 @@ def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress
                 timings[group][key].append(harness.time_protocol(run, rep_ms, flush=flush).mean / 1e3)
                 if progress:
                     progress(1)
-        results[harness.case_label(args)] = {
-            group: ({key: statistics.median(values) for key, values in entries.items()} if group != "errors" else entries)
-            for group, entries in timings.items()}
-    return results
+        return {group: ({key: statistics.median(values) for key, values in entries.items()} if group != "errors"
+                        else entries) for group, entries in timings.items()}
+
+    return whole_cases.run_cases(cases, sweep_case)
 
 
 def _check(launch, out, reference, pristine, data) -> str:

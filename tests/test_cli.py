@@ -414,6 +414,36 @@ def test_a_compare_interrupted_in_its_first_round_passes_the_interrupt_on(monkey
         cmp.run_compare(impls, [harness.parse_label("1x3x40x4")], rounds=2, rep_ms=1)
 
 
+@pytest.mark.parametrize("stop_in_case", [2, 3], ids=["in-case-2", "in-case-3"])
+def test_a_run_of_whole_cases_keeps_those_that_finished_and_drops_the_one_under_way(stop_in_case):
+    """tiles and search-check measure case by case: SIGTERM in case n keeps cases 1 to n - 1 and the signal."""
+    from scripts import whole_cases
+
+    cases = [harness.parse_label(label) for label in ("1x3x40x4", "2x2x33x3", "1x5x300x4")]
+    measured = []
+
+    def measure(args):
+        measured.append(harness.case_label(args))
+        if len(measured) == stop_in_case:
+            raise harness.Interrupted(signal.SIGTERM)
+        return {"n": len(measured)}
+
+    run = whole_cases.run_cases(cases, measure)
+    assert list(run.results) == measured[:-1] and run.results[measured[0]] == {"n": 1}
+    assert run.record() == {"asked": 3, "done": stop_in_case - 1, "interrupted": "SIGTERM"} and run.stop.exit_code == 143
+
+
+def test_a_run_of_whole_cases_interrupted_in_its_first_case_passes_the_interrupt_on():
+    """Nothing whole was measured: no empty record stands in for one."""
+    from scripts import whole_cases
+
+    def measure(args):
+        raise harness.Interrupted(signal.SIGHUP)
+
+    with pytest.raises(harness.Interrupted):
+        whole_cases.run_cases([harness.parse_label("1x3x40x4")], measure)
+
+
 @pytest.mark.parametrize("shape", ["2x3x40", "1x5x300", "2x2x33"], ids=["aligned", "several-tiles", "unaligned-rows"])
 def test_every_copy_returns_x_exactly(shape):
     """The floor is the fastest copy: each copy must move every byte of x, through TMA or not."""
@@ -679,6 +709,38 @@ def test_the_tiles_command_times_after_the_flush_asked_and_records_it(tmp_path, 
     assert refused.exit_code == 1 and "Traceback" not in refused.output
     assert refused.output.strip() == ("Error: config (1024, 1, False) has entries a label cannot show ([False]): "
                                       "give each choice as a number or as text")
+
+
+def test_the_tiles_command_writes_the_cases_that_finished_when_sigterm_ends_it(tmp_path, monkeypatch):
+    """End to end: SIGTERM in the second case's timings leaves tiles.json with the first case whole, the
+    second dropped, one line saying so, exit 143 (a device call cut off by its time limit keeps its cases)."""
+    from scripts import cli, tiles
+
+    cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
+    modules = tiles.load_modules([ROOT / "submission.py"])
+    per_case = tiles.timings_count(modules, cases[:1], rounds=1)
+    calls = []
+
+    def timer(fn, rep_ms, flush="memset"):
+        calls.append(fn)
+        if len(calls) == per_case + 2:
+            raise harness.Interrupted(signal.SIGTERM)
+        return harness.calculate_stats([1e3] * 2)
+
+    monkeypatch.setattr(harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: cases)
+    monkeypatch.setattr(tiles, "_check", lambda *args: "")  # no launch: the CPU cannot synchronize a device
+    monkeypatch.setattr(harness, "time_protocol", timer)
+    result = CliRunner().invoke(cli.cli, ["tiles", "--rounds", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 143, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"interrupted (SIGTERM) after 1 of 2 cases: the cases that finished are above and in "
+        f"{tmp_path / 'tiles.json'}; the one under way was dropped")
+    record = json.loads((tmp_path / "tiles.json").read_text())
+    assert record["cases_run"] == {"asked": 2, "done": 1, "interrupted": "SIGTERM"}
+    assert list(record["cases"]) == ["1x3x40x4"]
+    assert len(record["cases"]["1x3x40x4"]["kernels"]["submission"]["configs"]) == len(modules["submission"].CONFIG_SPACE)
 
 
 @pytest.mark.parametrize("content", [b"def custom_kernel(:\n", b"\xff\xfe not text", b"import no_such_module_here\n"],

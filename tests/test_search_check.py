@@ -1,4 +1,6 @@
 """search-check's bookkeeping on the CPU: the verdict, and fresh processes that fail or answer."""
+import json
+import signal
 import statistics
 import types
 
@@ -100,8 +102,48 @@ def test_the_verdict_takes_the_retimed_medians_not_the_sweeps_best_draw(monkeypa
     module = types.SimpleNamespace(gpu_key=lambda index: "h200", TUNE_ENV=submission.TUNE_ENV, TUNE_MARGIN=0.01,
                                    CONFIG_SPACE=list(sweep))
     monkeypatch.setattr(search_check.registry, "load_kernel_file", lambda path, name: module)
-    entry = search_check.check([dict(B=1, D=1536, S=2048, W=4, seed=1)], processes=3, rounds=2, rep_ms=1)["1x1536x2048x4"]
+    run = search_check.check([dict(B=1, D=1536, S=2048, W=4, seed=1)], processes=3, rounds=2, rep_ms=1)
+    assert run.stop is None and run.record() == {"asked": 1, "done": 1, "interrupted": None}
+    entry = run.results["1x1536x2048x4"]
     assert len(calls) == 2 and calls[1][1] == search_check.CONFIRM_ROUNDS and calls[1][2] is statistics.median
     assert calls[1][0] == [(1024, 2, "cuda-ef"), (2048, 1, "cuda-ef"), (1024, 1, "cuda-ef"), (4096, 2, "cuda-ef")]
     assert entry["holds"] is holds and entry["best"] == [1024, 2, "cuda-ef"]
     assert entry["sweep_us"]["1024/2 cuda-ef"] == 7.28 and entry["retimed_us"]["4096/2 cuda-ef"] == retimed_pick_us
+
+
+def test_sigterm_in_the_second_case_keeps_the_first_through_the_cli(tmp_path, monkeypatch):
+    """End to end: a device call cut off by its time limit sends SIGTERM; the case that finished is written to
+    search_check.json with its verdict, the one under way is dropped, one line says so, exit 143."""
+    from click.testing import CliRunner
+
+    import eval as harness
+    from scripts import cli, compare as cmp, tune
+
+    cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
+    pick = [1024, 1, None]
+    monkeypatch.setattr(harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(cmp, "resolve_cases", lambda shapes: cases)
+    monkeypatch.setattr(search_check, "fresh_searches", lambda args, processes, switch: [
+        {"pick": pick, "line": f"picked on {harness.case_label(args)}", "timed": [[pick, 5.0]]}] * processes)
+    sweeps = []
+
+    def fake_sweep(module, gpu, cases, space, rep_ms, rounds=1, progress=None, statistic=min):
+        sweeps.append(cases[0])
+        if len(sweeps) == 3:  # the second case's first sweep
+            raise harness.Interrupted(signal.SIGTERM)
+        return {(0,): {tuple(c): 5.0 for c in space}}
+
+    monkeypatch.setattr(tune, "sweep", fake_sweep)
+    module = types.SimpleNamespace(gpu_key=lambda index: "h200", TUNE_ENV=submission.TUNE_ENV, TUNE_MARGIN=0.01,
+                                   CONFIGS={}, CONFIG_SPACE=[(1024, 1), (2048, 4)])
+    monkeypatch.setattr(search_check.registry, "load_kernel_file", lambda path, name: module)
+    result = CliRunner().invoke(cli.cli, ["search-check", "--out", str(tmp_path)])
+    assert result.exit_code == 143, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        f"interrupted (SIGTERM) after 1 of 2 cases: the cases that finished are above and in "
+        f"{tmp_path / 'search_check.json'}; the one under way was dropped")
+    record = json.loads((tmp_path / "search_check.json").read_text())
+    assert record["cases_run"] == {"asked": 2, "done": 1, "interrupted": "SIGTERM"}
+    assert list(record["cases"]) == ["1x3x40x4"] and record["cases"]["1x3x40x4"]["holds"] is True
+    assert "picked on 1x3x40x4" in result.output and "2x2x33x3" not in result.output
