@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as `python scripts/cli.py`: the workspace r
 import click
 
 import eval as harness
-from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote
+from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote, whole_cases
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
@@ -75,7 +75,7 @@ def write_record(out_dir: Path, name: str, fields: dict) -> Path:
     return path
 
 
-def end_cases_run(run, path: Path) -> None:
+def finish_cases_run(run: whole_cases.CasesRun, path: Path) -> None:
     """The last line of a command that measures case by case: where its record went, or, where a signal ended
     it, what it kept, with the signal's exit code (128 + the signal)."""
     if run.stop:
@@ -257,7 +257,7 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
     for entry in run.results.values():
         click.echo("\n".join(entry["lines"]))
     click.echo(checker.format_table(run.results, module.TUNE_MARGIN))
-    end_cases_run(run, path)
+    finish_cases_run(run, path)
 
 
 @cli.command()
@@ -290,7 +290,7 @@ def tiles(files, shapes, rounds, rep_ms, top, flush, out_dir):
         click.echo(f"timed after a {flush} flush, not the runner's memset: each time also carries the call's output "
                    "written back during the next flush, a like charge on every config")
     click.echo(tiler.format_table(summary, top))
-    end_cases_run(run, path)
+    finish_cases_run(run, path)
 
 
 @cli.command(name="helion-tune")

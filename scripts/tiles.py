@@ -44,9 +44,9 @@ def timings_count(modules: dict, cases: list[dict], rounds: int) -> int:
 
 def sweep(modules: dict, cases: list[dict], rounds: int, rep_ms: float, progress=None,
           flush: str = "memset") -> whole_cases.CasesRun:
-    """Per case, {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}, "errors": {}}: medians over
-    interleaved rounds, each timing after `flush` (eval.FLUSHES; the runner's is "memset"). A config that fails
-    the check on a case is left out of it, with its error under "errors". A signal keeps the cases that finished."""
+    """Per case, {"copies": {(block, warps[, "evict_first"]): us}, name: {config: us}, "errors": {"name config": why}}:
+    medians over interleaved rounds, each timing after `flush` (eval.FLUSHES; the runner's is "memset"). A config
+    that fails the check on a case is left out of it, with why under "errors". A signal keeps the cases that finished."""
     import reference
     import torch
 

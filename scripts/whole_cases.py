@@ -12,29 +12,32 @@ import eval as harness
 
 @dataclass
 class CasesRun:
-    """{case label: what the case measured} for the cases that finished, and the Interrupted that ended the
-    run early (None where every case ran)."""
+    """{case label: what the case measured} for the cases that finished, how many were asked and finished (a case
+    named twice is measured twice and kept once), and the Interrupted that ended the run early (None where
+    every case ran)."""
     results: dict
     asked: int
+    done: int
     stop: harness.Interrupted | None = None
 
     def record(self) -> dict:
         """The record's "cases_run" field: how many cases were asked, how many finished, and the signal."""
-        return {"asked": self.asked, "done": len(self.results), "interrupted": self.stop.name if self.stop else None}
+        return {"asked": self.asked, "done": self.done, "interrupted": self.stop.name if self.stop else None}
 
     def interrupted_line(self, path) -> str:
-        return (f"interrupted ({self.stop.name}) after {len(self.results)} of {self.asked} cases: the cases that "
+        return (f"interrupted ({self.stop.name}) after {self.done} of {self.asked} cases: the cases that "
                 f"finished are above and in {path}; the one under way was dropped")
 
 
 def run_cases(cases: list[dict], measure) -> CasesRun:
     """measure(args) for each case in turn, keyed by the case's label."""
-    results, stop = {}, None
+    results, done, stop = {}, 0, None
     try:
         for args in cases:
             results[harness.case_label(args)] = measure(args)
+            done += 1
     except KeyboardInterrupt as interrupt:
-        if not results:
+        if not done:
             raise
         stop = harness.interrupted_of(interrupt)
-    return CasesRun(results, len(cases), stop)
+    return CasesRun(results, len(cases), done, stop)

@@ -433,6 +433,14 @@ def test_a_run_of_whole_cases_keeps_those_that_finished_and_drops_the_one_under_
     assert run.record() == {"asked": 3, "done": stop_in_case - 1, "interrupted": "SIGTERM"} and run.stop.exit_code == 143
 
 
+def test_a_run_of_whole_cases_counts_a_case_named_twice_as_two():
+    """`--shapes large large` measures each shape twice: the record's count says so, though a label keeps one entry."""
+    from scripts import whole_cases
+
+    run = whole_cases.run_cases([harness.parse_label("1x3x40x4")] * 2, lambda args: {})
+    assert run.record() == {"asked": 2, "done": 2, "interrupted": None} and list(run.results) == ["1x3x40x4"]
+
+
 def test_a_run_of_whole_cases_interrupted_in_its_first_case_passes_the_interrupt_on():
     """Nothing whole was measured: no empty record stands in for one."""
     from scripts import whole_cases
@@ -719,11 +727,11 @@ def test_the_tiles_command_writes_the_cases_that_finished_when_sigterm_ends_it(t
     cases = [harness.parse_label("1x3x40x4"), harness.parse_label("2x2x33x3")]
     modules = tiles.load_modules([ROOT / "submission.py"])
     per_case = tiles.timings_count(modules, cases[:1], rounds=1)
-    calls = []
+    calls, stop_at = [], [per_case + 2]  # two timings into the second case
 
     def timer(fn, rep_ms, flush="memset"):
         calls.append(fn)
-        if len(calls) == per_case + 2:
+        if len(calls) == stop_at[0]:
             raise harness.Interrupted(signal.SIGTERM)
         return harness.calculate_stats([1e3] * 2)
 
@@ -739,6 +747,10 @@ def test_the_tiles_command_writes_the_cases_that_finished_when_sigterm_ends_it(t
         f"{tmp_path / 'tiles.json'}; the one under way was dropped")
     record = json.loads((tmp_path / "tiles.json").read_text())
     assert record["cases_run"] == {"asked": 2, "done": 1, "interrupted": "SIGTERM"}
+    calls.clear()
+    stop_at[0] = 2  # in the first case
+    first = CliRunner().invoke(cli.cli, ["tiles", "--rounds", "1", "--out", str(tmp_path / "first")])
+    assert calls and first.exit_code == 143 and not (tmp_path / "first").exists()  # SIGTERM in case 1: nothing whole
     assert list(record["cases"]) == ["1x3x40x4"]
     assert len(record["cases"]["1x3x40x4"]["kernels"]["submission"]["configs"]) == len(modules["submission"].CONFIG_SPACE)
 
