@@ -97,13 +97,20 @@ def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
     return stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
 
 
-def output_problem(path: Path, flag: str = "--json") -> str | None:
+def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
-    path, where it exists, must be a regular file (a device or /proc file is refused, not replaced)."""
+    path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
+    must not be one of the run's inputs (the submission, the tests file, the history), nor a Python file:
+    the rename would put the report in its place."""
     path = Path(path)
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
+    for given in inputs:
+        if given is not None and path.exists() and Path(given).exists() and os.path.samefile(path, given):
+            return f"{flag} {path} is {given}, which this run reads; give the report another name"
+    if path.suffix == ".py":
+        return f"{flag} {path} names a Python file, and the report is JSON; give a .json name"
     if not path.parent.is_dir():
         return f"{flag} {path}: the folder {path.parent} does not exist"
     if path.exists() and not path.is_file():
@@ -145,16 +152,33 @@ def load_task(problem_dir: Path = HERE) -> dict:
 
     path = problem_dir / "task.yml"
     try:
-        task = yaml.safe_load(path.read_text())
+        task = yaml.safe_load(path.read_bytes().decode("utf-8"))
     except OSError as error:
         raise TaskError(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise TaskError(f"{path} is not UTF-8 text (byte {error.start})") from None
     except yaml.YAMLError as error:
         raise TaskError(f"{path} is not valid YAML: {error}") from None
-    missing = [k for k in ("tests", "benchmarks", "test_timeout", "benchmark_timeout", "ranked_timeout")
-               if not isinstance(task, dict) or k not in task]
+    missing = [k for k in ("tests", "benchmarks", *TIMEOUT_KEYS) if not isinstance(task, dict) or k not in task]
     if missing:
         raise TaskError(f"{path} lacks {', '.join(missing)}")
+    for key in TIMEOUT_KEYS:
+        if timeout_problem(task[key]):
+            raise TaskError(f"{path}: {key} is {task[key]!r}; {timeout_problem(task[key])}")
     return task
+
+
+TIMEOUT_KEYS = ("test_timeout", "benchmark_timeout", "ranked_timeout")
+MAX_TIMEOUT_S = 1e6  # about 11 days: past about 2.1e6 s the process waits overflow
+
+
+def timeout_problem(value) -> str | None:
+    """Why value is no time limit (a number of seconds above 0, at most MAX_TIMEOUT_S), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        return "a time limit must be a number of seconds above 0"
+    if value > MAX_TIMEOUT_S:
+        return f"a time limit must be at most {MAX_TIMEOUT_S:.0f} seconds"
+    return None
 
 
 def time_limits(task: dict | None = None) -> dict:
@@ -280,6 +304,8 @@ def cases_from_task(key: str, problem_dir: Path = HERE) -> list[Case]:
     if not isinstance(entries, list) or not all(isinstance(args, dict) for args in entries):
         raise TaskError(f"{problem_dir / 'task.yml'}: {key} must be a list of cases like {{B: 1, D: 64, S: 64, W: 4,"
                         f" seed: 4242}}")
+    if not entries:
+        raise TaskError(f"{problem_dir / 'task.yml'}: {key} has no cases, so a run would check nothing")
     cases = []
     for number, args in enumerate(entries, start=1):
         try:
@@ -1019,7 +1045,7 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
 
 
 def local_main(opts) -> int:
-    problem = opts.json_out and output_problem(opts.json_out)
+    problem = opts.json_out and output_problem(opts.json_out, inputs=(opts.submission, opts.tests_file))
     if problem:
         print(f"{problem}; nothing was run", file=sys.stderr)
         return USAGE
@@ -1041,8 +1067,8 @@ def positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds above 0")
+    if timeout_problem(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: {timeout_problem(value)}")
     return value
 
 

@@ -29,15 +29,37 @@ from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, lead
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
                       type=click.Path(exists=True, dir_okay=False, path_type=Path))
-SHAPES = click.option("--shapes", multiple=True,
+
+
+def known_shapes(ctx, param, values):
+    """Each --shapes value a named set or BxDxS[xW], refused before anything runs."""
+    from scripts.compare import SHAPE_SETS
+
+    for value in values:
+        if value not in SHAPE_SETS:
+            try:
+                harness.parse_label(value)
+            except ValueError as error:
+                raise click.BadParameter(f"{error}, nor a named set ({', '.join(SHAPE_SETS)})") from None
+    return values
+
+
+def positive_ms(ctx, param, value):
+    if not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} must be a number of milliseconds above 0")
+    return value
+
+
+SHAPES = click.option("--shapes", multiple=True, callback=known_shapes,
                       help="more cases beyond the leaderboard's: BxDxS[xW], or 'large', 'small' (repeatable)")
-REP_MS = click.option("--rep-ms", default=float(harness.REP_MS["benchmark"]), show_default=True,
+REP_MS = click.option("--rep-ms", default=float(harness.REP_MS["benchmark"]), show_default=True, callback=positive_ms,
                       help="timing window per measurement, in ms (the runner's)")
 JSON = click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="write the record here")
 
 
 def rounds_option(kept: str):
-    return click.option("--rounds", default=ROUNDS, show_default=True, help=f"interleaved rounds; {kept} is kept")
+    return click.option("--rounds", default=ROUNDS, show_default=True, type=click.IntRange(min=1),
+                        help=f"interleaved rounds; {kept} is kept")
 
 
 def out_option(what: str, default: str):
@@ -84,22 +106,40 @@ def finish_cases_run(run: whole_cases.CasesRun, path: Path) -> None:
     click.echo(f"wrote {path}")
 
 
-def check_writable(json_out) -> None:
-    """Refuse, before a run starts, a --json path the report cannot be written whole to."""
-    problem = json_out is not None and harness.output_problem(json_out)
+def check_writable(json_out, inputs) -> None:
+    """Refuse, before a run starts, a --json path the report cannot be written whole to (or that is one of
+    the run's inputs), and a history the run's entry cannot be appended to."""
+    problem = (json_out is not None and harness.output_problem(json_out, inputs=(*inputs, history.HISTORY))
+               or history.append_problem())
     if problem:
         raise click.ClickException(f"{problem}; nothing was run")
 
 
+def keep_run(entry_of, json_out, record: dict) -> str | None:
+    """The finished run kept: its history entry, then its --json report. Each is tried even where the other
+    fails, so what was measured is never lost to the first one; why one failed, or None."""
+    failures = []
+    try:
+        entry_of(record)
+    except history.HistoryError as error:
+        failures.append(str(error))
+    if json_out:
+        try:
+            harness.write_whole(json_out, json.dumps(record, indent=2))
+        except harness.TaskError as error:
+            failures.append(str(error))
+    return "; ".join(failures) or None
+
+
 def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
-    check_writable(json_out)
+    check_writable(json_out, (file, tests_file))
     try:
         report = harness.run_local(mode, file.resolve(), tests_file, timeout)
     except harness.TaskError as error:
         raise click.ClickException(str(error)) from None
-    history.record_report(report)  # first: a report that cannot be written loses no history
-    if json_out:
-        harness.write_whole(json_out, json.dumps(report, indent=2))
+    failure = keep_run(history.record_report, json_out, report)
+    if failure:
+        raise click.ClickException(f"the run finished ({'passed' if report['passed'] else 'failed'}), but {failure}")
     sys.exit(0 if report["passed"] else 1)
 
 
@@ -122,8 +162,8 @@ class Loop(click.Group):
 
 
 def positive_seconds(ctx, param, value):
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"{value} must be a number of seconds above 0")
+    if value is not None and harness.timeout_problem(value):
+        raise click.BadParameter(f"{value}: {harness.timeout_problem(value)}")
     return value
 
 
@@ -477,7 +517,8 @@ def estimate_cmd(compare_json):
 
 @cli.command(name="judge")
 @FILE
-@click.option("--seed", "secret", type=click.IntRange(min=1), help="the secret chain's seed (default: random, recorded)")
+@click.option("--seed", "secret", type=click.IntRange(min=1, max=2 ** 32 - 1),
+              help="the secret chain's seed, up to 2^32 - 1 (default: random, recorded)")
 @JSON
 @dry_run_option("name the steps and run none")
 def judge_cmd(file, secret, json_out, dry_run):
@@ -489,15 +530,13 @@ def judge_cmd(file, secret, json_out, dry_run):
         for step in judge.steps(file, harness.gpu_available()):
             click.echo(step)
         return
-    check_writable(json_out)
+    check_writable(json_out, (file,))
     try:
         leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"judge refused {file.name}: {error}") from None
     record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
-    history.append_entry(history.judge_entry(record))  # first: nothing after it can lose the verdict
-    if json_out:
-        harness.write_whole(json_out, json.dumps(record, indent=2))
+    failure = keep_run(lambda r: history.append_entry(history.judge_entry(r)), json_out, record)
     click.echo("")
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))
@@ -506,6 +545,8 @@ def judge_cmd(file, secret, json_out, dry_run):
         click.echo(estimate.format_estimate(report))
         estimate.record_estimates([file.stem], report)
     click.echo(judge.verdict_sentence(record))
+    if failure:  # after the verdict is shown: the run is over and only keeping it failed
+        raise click.ClickException(f"the judge finished, but {failure}")
     sys.exit(0 if record["verdict"] in ("ranked", "passed the tests") else 1)
 
 

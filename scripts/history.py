@@ -180,6 +180,23 @@ def _append_line(fd: int, entry: dict) -> None:
     os.write(fd, line)
 
 
+def append_problem(path: Path | None = None) -> str | None:
+    """Why an entry could not be appended to the history (checked before a run, creating nothing), or None."""
+    path = Path(path or HISTORY)
+    if path.exists():
+        if not path.is_file():
+            return f"the history {path} is not a regular file (WORKSPACE_HISTORY names the file)"
+        if not os.access(path, os.W_OK):
+            return f"the history {path} cannot be written (no permission)"
+        return None
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"the history {path} cannot be created: {folder} takes no new file or folder"
+    return None
+
+
 def append_entry(entry: dict, path: Path | None = None) -> None:
     """Append one entry under the history's lock."""
     with locked(path) as fd:

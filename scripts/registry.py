@@ -71,6 +71,8 @@ def load_kernel_file(path: Path, module_name: str):
 
     try:
         module = harness.load_submission(path, module_name)
+    except SystemExit as stop:  # the file's own sys.exit: a kernel file that ends the tool is still one not loaded
+        raise ValueError(f"{Path(path).name} did not load: it called sys.exit({stop.code!r}) while importing") from None
     except Exception as error:
         raise ValueError(f"{Path(path).name} did not load: {type(error).__name__}: {error}") from None
     missing = [name for name in SEAM_REQUIRES if not callable(getattr(module, name, None))]

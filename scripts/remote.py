@@ -74,7 +74,26 @@ def _score_us(score):
     """Seconds -> microseconds; None for anything that is not a finite positive number (never a made-up score:
     nan, inf, a negative or a zero time is no score)."""
     value = _seconds(score)
-    return value * S_TO_US if value else None
+    return value * S_TO_US if value and math.isfinite(value * S_TO_US) else None
+
+
+def _summary_id(value) -> int | None:
+    """A summary's submission_id as the history stores it (an int), from an int or a string of digits;
+    None for anything else, so the id read from popcorn's text stands."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _summary_text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _summary_flag(value) -> bool:
+    """JSON's true, or the text 'true' (any case); every other value is false, never bool('false')."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
 def refusal(text: str) -> dict | None:
@@ -161,11 +180,12 @@ def parse_submit_output(text: str) -> dict:
     summary = _summary_json(text)
     if summary is not None:
         record["format"] = "1.3" if "job" not in summary else "1.3 with job"
-        record["submission_id"] = summary.get("submission_id", record["submission_id"])
-        record["leaderboard"] = summary.get("leaderboard")
+        record["submission_id"] = _summary_id(summary.get("submission_id")) or record["submission_id"]
+        record["leaderboard"] = _summary_text(summary.get("leaderboard"))
         runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
-        record["runs"] = [{"mode": run.get("mode"), "secret": bool(run.get("secret")), "runner": run.get("runner"),
-                           "passed": bool(run.get("passed")), "score_us": _score_us(run.get("score"))}
+        record["runs"] = [{"mode": _summary_text(run.get("mode")), "secret": _summary_flag(run.get("secret")),
+                           "runner": _summary_text(run.get("runner")), "passed": _summary_flag(run.get("passed")),
+                           "score_us": _score_us(run.get("score"))}
                           for run in runs if isinstance(run, dict)]
         record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {run.get('score')!r}" for run in runs
                                      if isinstance(run, dict) and run.get("score") is not None

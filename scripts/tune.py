@@ -55,12 +55,14 @@ def apply_safely(path, new_text: str, check) -> tuple[bool, str]:
     """Write new_text, run check(path) -> (ok, message); put the old file back unless it passes."""
     old_text = path.read_text()
     path.write_text(new_text)
+    ok = False
     try:
         ok, message = check(path)
     except Exception as error:
-        ok, message = False, f"{type(error).__name__}: {error}"
-    if not ok:
-        path.write_text(old_text)
+        message = f"{type(error).__name__}: {error}"
+    finally:  # a signal during the check too: the file is never left holding an unchecked rewrite
+        if not ok:
+            path.write_text(old_text)
     return ok, message
 
 

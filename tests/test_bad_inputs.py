@@ -280,3 +280,154 @@ def test_a_float64_output_passes_with_a_note_that_the_task_is_float32():
 
     outcome = harness.run_case("test", {"B": 1, "D": 4, "S": 16, "W": 4, "seed": 3}, float64_kernel, reference)
     assert outcome.ok and any("torch.float64, not the task's float32" in note for note in outcome.notes)
+
+
+# ----------------------------------------------------------------------------- the bad-input trial of 2026-12-07
+
+
+@pytest.mark.parametrize("command,target", [(command, target) for command in ("eval", "cli")
+                                            for target in ("submission", "tests file", "history", "another .py")
+                                            if (command, target) != ("eval", "history")])  # eval.py keeps no history
+def test_json_onto_an_input_of_the_run_or_a_python_file_is_refused_and_the_file_kept(tmp_path, command, target):
+    """--json used to rename its report over whatever it named: the submission itself, the history."""
+    sub = candidate(tmp_path)
+    tests_file = tmp_path / "one.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    hist = tmp_path / "history.jsonl"
+    hist.write_text('{"kept": true}\n')
+    other = tmp_path / "other.py"
+    other.write_text("x = 1\n")
+    named = {"submission": sub, "tests file": tests_file, "history": hist, "another .py": other}[target]
+    before = named.read_bytes()
+    env = {"WORKSPACE_HISTORY": str(hist), "TRITON_INTERPRET": "1"}
+    if command == "eval":
+        proc = run_eval(["test", str(tests_file), "--submission", str(sub), "--json", str(named)], env)
+    else:
+        proc = run_cli(["test", str(sub), "--tests-file", str(tests_file), "--json", str(named)], env)
+    assert proc.returncode not in (0, None) and "nothing was run" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and named.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["test"], ["judge"]])
+def test_a_history_that_cannot_be_written_is_refused_before_the_run(tmp_path, command):
+    """judge used to run both chains, then lose the verdict, the secret seed and --json to the history's error."""
+    proc = run_cli([*command, str(candidate(tmp_path)), "--json", str(tmp_path / "r.json")],
+                   {"WORKSPACE_HISTORY": str(tmp_path)})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and "is not a regular file" in sentence and "nothing was run" in sentence
+    assert not (tmp_path / "r.json").exists() and "[pass]" not in proc.stdout
+
+
+def test_a_history_that_fails_after_the_run_still_gets_the_report_written(tmp_path):
+    """keep_run tries the report where the history fails, and says which failed."""
+    from scripts import cli
+
+    def unwritable(record):
+        raise history.HistoryError("the history h cannot be written: disk full")
+
+    failure = cli.keep_run(unwritable, tmp_path / "r.json", {"passed": True})
+    assert failure == "the history h cannot be written: disk full"
+    assert json.loads((tmp_path / "r.json").read_text()) == {"passed": True}
+
+
+@pytest.mark.parametrize("args,message", [
+    (["compare", "--rounds", "0"], "0 is not in the range x>=1"),
+    (["tiles", "--rounds", "-1"], "-1 is not in the range x>=1"),
+    (["tune", "--rounds", "0", "--dry-run"], "0 is not in the range x>=1"),
+    (["compare", "--rep-ms", "nan"], "must be a number of milliseconds above 0"),
+    (["search-check", "--rep-ms", "-5"], "must be a number of milliseconds above 0"),
+    (["compare", "--shapes", "banana"], "shape 'banana' is not BxDxS"),
+    (["tiles", "--shapes", "large", "--shapes", "4x0x8"], "shape '4x0x8' is not BxDxS"),
+    (["judge", "--seed", "10000000000"], "10000000000 is not in the range 1<=x<=4294967295"),
+    (["test", "--timeout", "1e10"], "must be at most 1000000 seconds"),
+])
+def test_an_option_out_of_range_is_a_usage_error_before_anything_runs(args, message):
+    """--rounds 0 used to record a pass that timed nothing; --shapes banana was a traceback on a GPU machine;
+    --seed 1e10 ran the public chain and then failed the file; --timeout 1e10 was an OverflowError."""
+    proc = run_cli(args, {})
+    assert proc.returncode == 2 and message in " ".join(proc.stderr.split()), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_timeout_too_long_to_wait_is_refused_by_eval_too():
+    proc = run_eval(["test", "--timeout", "1e10"])
+    assert proc.returncode == harness.USAGE and "must be at most 1000000 seconds" in proc.stderr
+
+
+@pytest.fixture
+def task_copy(tmp_path):
+    """The workspace's contract and tools copied beside its task.yml, for a test to spoil."""
+    for name in ("eval.py", "reference.py", "task.py", "utils.py", "submission.py", "task.yml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("spoil,message", [
+    (lambda t: re.sub(r"(?m)^test_timeout: .*$", 'test_timeout: "abc"', t), "test_timeout is 'abc'; a time limit"),
+    (lambda t: re.sub(r"(?m)^test_timeout: .*$", "test_timeout: -5", t), "test_timeout is -5; a time limit"),
+    (lambda t: re.sub(r"(?m)^ranked_timeout: .*$", "ranked_timeout: null", t), "ranked_timeout is None; a time limit"),
+    (lambda t: "# caf\xe9\n" + t, "is not UTF-8 text"),
+    (lambda t: re.sub(r"(?ms)^tests:\n.*?(?=^\w)", "tests: []\n", t), "tests has no cases, so a run would check nothing"),
+])
+def test_a_task_yml_with_bad_values_is_one_sentence_naming_it(task_copy, spoil, message):
+    """These were a TypeError, a UnicodeDecodeError, every case [not run], and a pass over zero cases."""
+    path = task_copy / "task.yml"
+    spoiled = spoil(path.read_text())
+    assert spoiled != path.read_text()
+    path.write_bytes(spoiled.encode("latin-1") if "\xe9" in spoiled else spoiled.encode())
+    proc = subprocess.run([sys.executable, "scripts/cli.py", "test"], cwd=task_copy, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "WORKSPACE_HISTORY": str(task_copy / "h.jsonl")})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and str(path) in sentence and message in sentence, sentence
+
+
+def test_a_kernel_file_that_exits_while_importing_is_one_sentence(tmp_path):
+    """tiles and sass used to end silently with exit 0: the file's sys.exit(0) ended the tool."""
+    from scripts import registry
+
+    path = tmp_path / "quits.py"
+    path.write_text("import sys\nsys.exit(0)\n")
+    with pytest.raises(ValueError, match=r"quits.py did not load: it called sys.exit\(0\) while importing"):
+        registry.load_kernel_file(path, "kernel_that_quits")
+
+
+def test_tune_puts_the_file_back_when_a_signal_ends_its_check(tmp_path):
+    """A Ctrl-C during the check used to leave the submission holding the unchecked rewrite."""
+    from scripts import tune
+
+    path = tmp_path / "submission.py"
+    path.write_text("OLD\n")
+
+    def interrupted(p):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tune.apply_safely(path, "NEW (unverified)\n", interrupted)
+    assert path.read_text() == "OLD\n"
+
+
+@pytest.mark.parametrize("field,value,expected", [
+    ("submission_id", '"31337"', {"submission_id": 31337}),
+    ("submission_id", "null", {"submission_id": 31337}),  # the id from the accepted line stands
+    ("passed", '"false"', {"passed": False}),
+    ("runner", "5", {"runner": "5"}),
+    ("score", "1e303", {"score_us": None}),
+])
+def test_a_popcorn_summary_field_of_an_odd_type_is_read_as_the_history_stores_it(field, value, expected):
+    """A string id, a text 'false', a number for a runner: each used to be recorded as given, and then the
+    history's reader skipped the entry (or counted the run as passed)."""
+    from scripts import remote
+
+    text = (SAMPLES / "popcorn_1_3_success.txt").read_text()
+    pattern = {"submission_id": r'"submission_id": 31337', "passed": r'"passed": true', "runner": r'"runner": "B200_Nebius"',
+               "score": r'"score": [0-9.e-]+'}[field]
+    spoiled = re.sub(pattern, f'"{field}": {value}', text, count=1)
+    assert spoiled != text
+    parsed = remote.parse_submit_output(spoiled)
+    if field == "score":  # the first run with a score: 1e303 s is no finite number of microseconds
+        spoiled_run = re.findall(r'"score": (null|[0-9.e+-]+)', spoiled).index("1e303")
+        got = parsed["runs"][spoiled_run]
+    else:
+        got = parsed if field == "submission_id" else parsed["runs"][0]
+    assert {k: got[k] for k in expected} == expected
