@@ -576,7 +576,10 @@ def merge_answer(entries: list[dict], saved: Path) -> int:
 def remote_list():
     """Our submissions to causal_conv1d (popcorn-cli submissions list), merged into the history."""
     text, saved = ask_popcorn(["submissions", "list", "--leaderboard", leaderboard.LEADERBOARD])
-    rows = remote.parse_list(text, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    try:
+        rows = remote.parse_list(text, warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    except ValueError as error:
+        raise click.ClickException(f"{error}; popcorn's answer is saved in {saved}") from None
     added = merge_answer([history.listed_entry(row) for row in rows], saved)
     click.echo(f"{'id':>8}  {'file':<20}{'time':<21}{'gpu':<13}{'status':<9}{'score':>10}")
     for row in rows:

@@ -27,6 +27,7 @@ an unknown GPU, no copies, no calibration for this card) are named, never filled
 """
 import datetime
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -63,7 +64,15 @@ def read_record(path: Path) -> dict:
     for name, row in record["impls"].items():
         if not isinstance(row, dict) or not isinstance(row.get("per_case_us", {}), dict):
             raise EstimateError(f"{path}: the row {name!r} is not a compare row (no per_case_us object)")
+        for case, us in row.get("per_case_us", {}).items():
+            if us is not None and (isinstance(us, bool) or not isinstance(us, (int, float))
+                                   or not math.isfinite(us) or us < MIN_TIME_US):
+                raise EstimateError(f"{path}: the row {name!r} gives {case} {us!r} us, not a time (a finite number"
+                                    f" of microseconds of at least {MIN_TIME_US})")
     return record
+
+
+MIN_TIME_US = 1e-3  # a nanosecond: no kernel launch is shorter, and a smaller time divides into nonsense
 
 
 def leaderboard_cases() -> list[str]:

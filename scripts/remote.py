@@ -245,7 +245,10 @@ def parse_list(text: str, warn=lambda message: None) -> list[dict]:
     """`submissions list`'s table -> one dict per row (score in microseconds; older releases print 4
     decimals of a second, so a fast kernel reads 0.0000 there: that stays as the printed text, never
     a 0 score). A row is read by the table's columns; a line that does not fit them is skipped with a
-    warning naming it, never taken for a submission."""
+    warning naming it, never taken for a submission. ValueError where the answer has no table header at all
+    (empty, or another page): that is no list, not a list of none."""
+    if not any(line.startswith("ID ") for line in text.splitlines()):
+        raise ValueError("popcorn's answer is not a submissions list (no 'ID Leaderboard File ...' header line)")
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith(("ID ", "---")) or set(line.strip()) <= {"-"}:
@@ -291,10 +294,9 @@ def parse_show(text: str) -> dict:
     for line in (text[:code_at] if code_at >= 0 else text).splitlines():
         run = _RUN.match(line)
         if run:
-            score = None if run[4] in ("-", "") else float(run[4])
             record["runs"].append({"mode": run[1], "runner": run[2], "passed": run[3] == "passed",
-                                   "secret": bool(run[5]), "score_text": run[4],
-                                   "score_us": _score_us(score) if score else None})
+                                   "secret": bool(run[5]), "score_text": run[4],  # kept as printed: 'n/a' is no score
+                                   "score_us": _score_us(run[4])})
     return record
 
 

@@ -431,3 +431,41 @@ def test_a_popcorn_summary_field_of_an_odd_type_is_read_as_the_history_stores_it
     else:
         got = parsed if field == "submission_id" else parsed["runs"][0]
     assert {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("answer", ["", "Error: could not reach the server\n"])
+def test_remote_list_of_an_answer_that_is_no_list_is_one_sentence_and_kept(fake_popcorn, answer):
+    """An empty or foreign answer used to read as '0 submissions; 0 new' with exit 0."""
+    env, _, tmp = fake_popcorn
+    (tmp / "list.txt").write_text(answer)
+    env["FAKE_OUTPUT"] = str(tmp / "list.txt")
+    proc = run_cli(["remote", "list"], env)
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and "is not a submissions list" in sentence and "saved in" in sentence
+    assert Path(sentence.rsplit("saved in ", 1)[1]).read_text() == answer
+
+
+def test_remote_show_keeps_a_page_with_a_score_that_is_no_number():
+    """One 'score: n/a' used to refuse the whole page (could not convert string to float)."""
+    from scripts import remote
+
+    text = (SAMPLES / "submissions_show.txt").read_text()
+    spoiled = re.sub(r"\(score: [0-9.e-]+\)", "(score: n/a)", text, count=1)
+    assert spoiled != text
+    runs = remote.parse_show(spoiled)["runs"]
+    assert [r["score_text"] for r in runs].count("n/a") == 1 and len(runs) == len(remote.parse_show(text)["runs"])
+    assert next(r for r in runs if r["score_text"] == "n/a")["score_us"] is None
+
+
+@pytest.mark.parametrize("time_us", ["1e-300", "Infinity", "true"])
+def test_estimate_refuses_a_compare_record_whose_time_is_no_time(tmp_path, time_us):
+    """A hand-edited floor of 1e-300 us was a ZeroDivisionError; Infinity printed '8.67 - inf us'."""
+    from scripts import estimate
+
+    record = json.loads((ROOT / "results" / "nvidia-h200" / "compare.json").read_text())
+    case = record["cases"][0]
+    text = json.dumps(record).replace(f'"{case}": {record["impls"]["floor"]["per_case_us"][case]}',
+                                      f'"{case}": {time_us}', 1)
+    (tmp_path / "c.json").write_text(text)
+    with pytest.raises(estimate.EstimateError, match=rf"gives {case} .* us, not a time"):
+        estimate.read_record(tmp_path / "c.json")
