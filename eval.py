@@ -897,6 +897,12 @@ def runner_main(opts, fd_text: str) -> int:
     if opts.mode == "both" or opts.tests_file is None:
         print("runner mode takes one of test, benchmark, leaderboard, profile and a tests file", file=sys.stderr)
         return USAGE
+    local_only = [flag for flag, given in (("--json", opts.json_out), ("--timeout", opts.timeout),
+                                           ("--no-torch-copy", opts.no_torch_copy)) if given]
+    if local_only:  # the runner passes none of them, and runner mode would ignore them
+        print(f"{', '.join(local_only)} apply to local runs only; runner mode (POPCORN_FD set) reports on the"
+              f" descriptor under task.yml's time limits", file=sys.stderr)
+        return USAGE
     try:
         fd = int(fd_text)
         mode_bits = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE

@@ -469,3 +469,16 @@ def test_estimate_refuses_a_compare_record_whose_time_is_no_time(tmp_path, time_
     (tmp_path / "c.json").write_text(text)
     with pytest.raises(estimate.EstimateError, match=rf"gives {case} .* us, not a time"):
         estimate.read_record(tmp_path / "c.json")
+
+
+@pytest.mark.parametrize("flag", [["--json", "{tmp}/r.json"], ["--timeout", "0.001"], ["--no-torch-copy"]])
+def test_runner_mode_refuses_the_local_options_it_would_ignore(tmp_path, flag):
+    """With POPCORN_FD set, --json used to write nothing and --timeout 0.001 to pass, both without a word."""
+    flag = [part.format(tmp=tmp_path) for part in flag]
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    results = tmp_path / "results.txt"
+    with open(results, "w") as out:
+        proc = run_eval(["test", str(tests), *flag], {"POPCORN_FD": str(out.fileno())}, pass_fds=(out.fileno(),))
+    assert proc.returncode == harness.USAGE and f"{flag[0]} apply to local runs only" in one_sentence(proc.stderr)
+    assert results.read_text() == "" and not (tmp_path / "r.json").exists()
