@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 import eval as harness
 import reference
@@ -283,6 +284,17 @@ def test_a_float64_output_passes_with_a_note_that_the_task_is_float32():
 
 
 # ----------------------------------------------------------------------------- the bad-input trial of 2026-12-07
+
+
+@pytest.mark.parametrize("make", [lambda out: out.to(torch.complex64), lambda out: out > 0,
+                                  lambda out: out.to(torch.int32)], ids=["complex64", "bool", "int32"])
+def test_an_output_that_is_no_real_float_fails_with_its_dtype_named(make):
+    """complex and bool outputs used to fail with torch's own words ('isposinf does not support complex')."""
+    def kernel(data):
+        return make(reference.ref_kernel(data))
+
+    with pytest.raises(harness.CaseFailure, match=r"the output is torch\.\w+, not a real floating-point tensor"):
+        harness.run_case("test", {"B": 1, "D": 4, "S": 16, "W": 4, "seed": 3}, kernel, reference)
 
 
 @pytest.mark.parametrize("command,target", [(command, target) for command in ("eval", "cli")
