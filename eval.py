@@ -101,14 +101,15 @@ def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
     path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
-    must not be one of the run's inputs (the submission, the tests file, the history), nor a Python file:
-    the rename would put the report in its place."""
+    must not be task.yml or one of the inputs given (the submission, the tests file, the history, whether
+    or not it exists yet), nor a Python file: the rename would put the report in its place."""
     path = Path(path)
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
-    for given in inputs:
-        if given is not None and path.exists() and Path(given).exists() and os.path.samefile(path, given):
-            return f"{flag} {path} is {given}, which this run reads; give the report another name"
+    for given in (*inputs, HERE / "task.yml"):
+        if given is not None and (path.resolve() == Path(given).resolve()
+                                  or path.exists() and Path(given).exists() and os.path.samefile(path, given)):
+            return f"{flag} {path} is {given}, which this run reads or writes; give the report another name"
     if path.suffix == ".py":
         return f"{flag} {path} names a Python file, and the report is JSON; give a .json name"
     if not path.parent.is_dir():

@@ -106,11 +106,12 @@ def finish_cases_run(run: whole_cases.CasesRun, path: Path) -> None:
     click.echo(f"wrote {path}")
 
 
-def check_writable(json_out, inputs) -> None:
+def check_writable(json_out, inputs, keeps_history: bool) -> None:
     """Refuse, before a run starts, a --json path the report cannot be written whole to (or that is one of
-    the run's inputs), and a history the run's entry cannot be appended to."""
+    the run's inputs, or the history), and, for a run that keeps a history entry, a history it cannot be
+    appended to."""
     problem = (json_out is not None and harness.output_problem(json_out, inputs=(*inputs, history.HISTORY))
-               or history.append_problem())
+               or keeps_history and history.append_problem())
     if problem:
         raise click.ClickException(f"{problem}; nothing was run")
 
@@ -131,8 +132,17 @@ def keep_run(entry_of, json_out, record: dict) -> str | None:
     return "; ".join(failures) or None
 
 
+def load_submission_module():
+    """submission.py as a kernel file, for the commands that tune or check its search; one sentence where it
+    does not load."""
+    try:
+        return registry.load_kernel_file(SUBMISSION, "submission")
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+
 def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
-    check_writable(json_out, (file, tests_file))
+    check_writable(json_out, (file, tests_file), keeps_history=mode != "test")  # record_report skips tests
     try:
         report = harness.run_local(mode, file.resolve(), tests_file, timeout)
     except harness.TaskError as error:
@@ -250,7 +260,7 @@ def tune(shapes, rounds, rep_ms, dry_run):
     require_gpu("tune")
     from scripts import compare as cmp, configs, tune as tuner
 
-    module = registry.load_kernel_file(SUBMISSION, "submission")
+    module = load_submission_module()
     gpu = module.gpu_key(0)
     cases = cmp.resolve_cases(list(shapes))
     with click.progressbar(length=rounds * len(cases) * len(module.CONFIG_SPACE), label=f"tuning on {gpu}") as bar:
@@ -282,7 +292,7 @@ def search_check(shapes, processes, rounds, rep_ms, out_dir):
     require_gpu("search-check")
     from scripts import compare as cmp, search_check as checker
 
-    module = registry.load_kernel_file(SUBMISSION, "submission")
+    module = load_submission_module()
     if module.CONFIGS:
         click.echo(f"note: submission.py's table has {len(module.CONFIGS)} entries; the search runs only where none applies")
     cases = cmp.resolve_cases(list(shapes))
@@ -530,7 +540,7 @@ def judge_cmd(file, secret, json_out, dry_run):
         for step in judge.steps(file, harness.gpu_available()):
             click.echo(step)
         return
-    check_writable(json_out, (file,))
+    check_writable(json_out, (file,), keeps_history=True)
     try:
         leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
     except leaderboard.PreflightError as error:
@@ -543,7 +553,10 @@ def judge_cmd(file, secret, json_out, dry_run):
     if record["public_s"] is not None:
         report = estimate.for_score(file.stem, record["public_s"] * 1e6, record["runner"], default_out("compare"))
         click.echo(estimate.format_estimate(report))
-        estimate.record_estimates([file.stem], report)
+        try:
+            estimate.record_estimates([file.stem], report)
+        except history.HistoryError as error:
+            failure = "; ".join(filter(None, (failure, str(error))))
     click.echo(judge.verdict_sentence(record))
     if failure:  # after the verdict is shown: the run is over and only keeping it failed
         raise click.ClickException(f"the judge finished, but {failure}")

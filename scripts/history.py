@@ -166,6 +166,8 @@ def locked(path: Path | None = None):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd
+    except OSError as error:  # a write under the lock that fails (a full disk) is the history's error too
+        raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 
@@ -183,15 +185,18 @@ def _append_line(fd: int, entry: dict) -> None:
 def append_problem(path: Path | None = None) -> str | None:
     """Why an entry could not be appended to the history (checked before a run, creating nothing), or None."""
     path = Path(path or HISTORY)
-    if path.exists():
-        if not path.is_file():
-            return f"the history {path} is not a regular file (WORKSPACE_HISTORY names the file)"
-        if not os.access(path, os.W_OK):
-            return f"the history {path} cannot be written (no permission)"
-        return None
-    folder = path.parent
-    while not folder.exists():
-        folder = folder.parent
+    try:
+        if path.exists():
+            if not path.is_file():
+                return f"the history {path} is not a regular file (WORKSPACE_HISTORY names the file)"
+            if not os.access(path, os.W_OK):
+                return f"the history {path} cannot be written (no permission)"
+            return None
+        folder = path.parent
+        while not folder.exists():
+            folder = folder.parent
+    except OSError as error:  # a folder on the way that cannot be looked into
+        return f"the history {path} cannot be reached: {error.strerror or error}"
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         return f"the history {path} cannot be created: {folder} takes no new file or folder"
     return None

@@ -180,7 +180,8 @@ def parse_submit_output(text: str) -> dict:
     summary = _summary_json(text)
     if summary is not None:
         record["format"] = "1.3" if "job" not in summary else "1.3 with job"
-        record["submission_id"] = _summary_id(summary.get("submission_id")) or record["submission_id"]
+        summary_id = _summary_id(summary.get("submission_id"))
+        record["submission_id"] = record["submission_id"] if summary_id is None else summary_id
         record["leaderboard"] = _summary_text(summary.get("leaderboard"))
         runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
         record["runs"] = [{"mode": _summary_text(run.get("mode")), "secret": _summary_flag(run.get("secret")),

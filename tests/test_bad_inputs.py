@@ -298,8 +298,9 @@ def test_an_output_that_is_no_real_float_fails_with_its_dtype_named(make):
 
 
 @pytest.mark.parametrize("command,target", [(command, target) for command in ("eval", "cli")
-                                            for target in ("submission", "tests file", "history", "another .py")
-                                            if (command, target) != ("eval", "history")])  # eval.py keeps no history
+                                            for target in ("submission", "tests file", "history", "another .py",
+                                                           "history not yet made")
+                                            if command == "cli" or "history" not in target])  # eval keeps no history
 def test_json_onto_an_input_of_the_run_or_a_python_file_is_refused_and_the_file_kept(tmp_path, command, target):
     """--json used to rename its report over whatever it named: the submission itself, the history."""
     sub = candidate(tmp_path)
@@ -309,25 +310,48 @@ def test_json_onto_an_input_of_the_run_or_a_python_file_is_refused_and_the_file_
     hist.write_text('{"kept": true}\n')
     other = tmp_path / "other.py"
     other.write_text("x = 1\n")
-    named = {"submission": sub, "tests file": tests_file, "history": hist, "another .py": other}[target]
-    before = named.read_bytes()
+    if target == "history not yet made":  # a fresh workspace: the report would have become the history
+        hist = tmp_path / "history-to-come.jsonl"
+    named = {"submission": sub, "tests file": tests_file, "history": hist, "another .py": other,
+             "history not yet made": hist}[target]
+    before = named.read_bytes() if named.exists() else None
     env = {"WORKSPACE_HISTORY": str(hist), "TRITON_INTERPRET": "1"}
     if command == "eval":
         proc = run_eval(["test", str(tests_file), "--submission", str(sub), "--json", str(named)], env)
     else:
         proc = run_cli(["test", str(sub), "--tests-file", str(tests_file), "--json", str(named)], env)
     assert proc.returncode not in (0, None) and "nothing was run" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr and named.read_bytes() == before
+    assert "Traceback" not in proc.stderr and (named.read_bytes() if named.exists() else None) == before
 
 
-@pytest.mark.parametrize("command", [["test"], ["judge"]])
+@pytest.mark.parametrize("command", [["scripts/cli.py", "test"], ["eval.py", "test"]])
+def test_json_onto_task_yml_is_refused_and_it_is_kept(task_copy, command):
+    """task.yml is read by every run; a copy of the workspace, so a failure cannot spoil this one's."""
+    before = (task_copy / "task.yml").read_bytes()
+    proc = subprocess.run([sys.executable, *command, "--json", str(task_copy / "task.yml")], cwd=task_copy,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "WORKSPACE_HISTORY": str(task_copy / "h.jsonl")})
+    assert proc.returncode not in (0, None) and "which this run reads or writes" in proc.stderr, proc.stderr
+    assert (task_copy / "task.yml").read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["bench", "judge"])
 def test_a_history_that_cannot_be_written_is_refused_before_the_run(tmp_path, command):
     """judge used to run both chains, then lose the verdict, the secret seed and --json to the history's error."""
-    proc = run_cli([*command, str(candidate(tmp_path)), "--json", str(tmp_path / "r.json")],
+    proc = run_cli([command, str(candidate(tmp_path)), "--json", str(tmp_path / "r.json")],
                    {"WORKSPACE_HISTORY": str(tmp_path)})
     sentence = one_sentence(proc.stderr)
     assert proc.returncode == 1 and "is not a regular file" in sentence and "nothing was run" in sentence
     assert not (tmp_path / "r.json").exists() and "[pass]" not in proc.stdout
+
+
+def test_test_runs_with_a_history_it_would_not_write_to(tmp_path):
+    """test keeps no history entry, so a history that cannot be written does not stop it."""
+    tests_file = tmp_path / "one.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    proc = run_cli(["test", str(candidate(tmp_path)), "--tests-file", str(tests_file)],
+                   {"WORKSPACE_HISTORY": str(tmp_path), "TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0 and "== test: pass" in proc.stdout, proc.stderr
 
 
 def test_a_history_that_fails_after_the_run_still_gets_the_report_written(tmp_path):
@@ -427,8 +451,8 @@ def test_tune_puts_the_file_back_when_a_signal_ends_its_check(tmp_path):
     ("score", "1e303", {"score_us": None}),
 ])
 def test_a_popcorn_summary_field_of_an_odd_type_is_read_as_the_history_stores_it(field, value, expected):
-    """A string id, a text 'false', a number for a runner: each used to be recorded as given, and then the
-    history's reader skipped the entry (or counted the run as passed)."""
+    """A string id used to be recorded as given, and the history's reader then skipped the entry; a text
+    'false' counted the run as passed; a number for a runner was kept as a number; 1e303 s became inf us."""
     from scripts import remote
 
     text = (SAMPLES / "popcorn_1_3_success.txt").read_text()

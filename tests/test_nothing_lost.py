@@ -122,6 +122,37 @@ def test_history_is_recorded_before_a_report_that_fails_to_write(tmp_path, monke
     assert len(entries) == 1 and entries[0]["source"] == ("eval" if command == "test" else "judge")
 
 
+@pytest.mark.parametrize("command", ["bench", "judge"])
+def test_a_report_is_written_and_the_verdict_shown_when_the_history_write_fails(tmp_path, monkeypatch, command):
+    """The mirror of the test above: the disk fills during the history's append (os.write under the lock), after
+    the run. The --json report is still written, judge still shows its verdict, and the exit says what failed."""
+    import errno
+
+    hist = tmp_path / "h.jsonl"
+    monkeypatch.setattr(history, "HISTORY", hist)
+    run = {"mode": "benchmark", "passed": True, "cases": [], "geomean_us": 5.0}
+    monkeypatch.setattr(harness, "run_local", lambda *a, **k: {"submission": str(a[1]), "device": "X", "runs": [run],
+                                                               "passed": True, "versions": {}})
+    from scripts import judge
+
+    monkeypatch.setattr(judge, "judge", lambda *a, **k: {
+        "file": str(a[0]), "runner": "cpu", "on_gpu": False, "secret_seed": 7, "verdict": "passed the tests",
+        "public_s": None, "secret_s": None, "runs": [], "stages": [], "hidden_by": None})
+    monkeypatch.setattr(judge, "verdict_sentence", lambda record: "VERDICT SHOWN")
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(history.os, "write", full)
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(cli.cli, [command, "--json", str(report), str(candidate(tmp_path))])
+    assert result.exit_code == 1 and "cannot be written: No space left on device" in result.output, result.output
+    kept = json.loads(report.read_text())
+    assert kept["passed"] is True if command == "bench" else kept["verdict"] == "passed the tests"
+    assert ("VERDICT SHOWN" in result.output) == (command == "judge")
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+
+
 def _full_device():
     return os.open("/dev/full", os.O_WRONLY)
 
