@@ -98,9 +98,9 @@ def test_a_report_is_written_whole_or_not_at_all(tmp_path, monkeypatch, failing)
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left behind
 
 
-@pytest.mark.parametrize("command", ["test", "judge"])
-def test_history_is_recorded_before_a_report_that_fails_to_write(tmp_path, monkeypatch, command):
-    """The report's write fails after the run (a disk filling up): the run's history line is already there."""
+@pytest.fixture
+def passing_runs(tmp_path, monkeypatch):
+    """A history in tmp_path, and eval's and judge's runs replaced by ones that pass at once; returns the history."""
     hist = tmp_path / "h.jsonl"
     monkeypatch.setattr(history, "HISTORY", hist)
     run = {"mode": "benchmark", "passed": True, "cases": [], "geomean_us": 5.0}
@@ -111,6 +111,13 @@ def test_history_is_recorded_before_a_report_that_fails_to_write(tmp_path, monke
     monkeypatch.setattr(judge, "judge", lambda *a, **k: {
         "file": str(a[0]), "runner": "cpu", "on_gpu": False, "secret_seed": 7, "verdict": "passed the tests",
         "public_s": None, "secret_s": None, "runs": [], "stages": [], "hidden_by": None})
+    return hist
+
+
+@pytest.mark.parametrize("command", ["test", "judge"])
+def test_history_is_recorded_before_a_report_that_fails_to_write(tmp_path, monkeypatch, passing_runs, command):
+    """The report's write fails after the run (a disk filling up): the run's history line is already there."""
+    hist = passing_runs
 
     def full(path, text, flag="--json"):
         raise harness.TaskError(f"{flag} {path} could not be written: No space left on device")
@@ -123,21 +130,14 @@ def test_history_is_recorded_before_a_report_that_fails_to_write(tmp_path, monke
 
 
 @pytest.mark.parametrize("command", ["bench", "judge"])
-def test_a_report_is_written_and_the_verdict_shown_when_the_history_write_fails(tmp_path, monkeypatch, command):
+def test_a_report_is_written_and_the_verdict_shown_when_the_history_write_fails(tmp_path, monkeypatch, passing_runs,
+                                                                                 command):
     """The mirror of the test above: the disk fills during the history's append (os.write under the lock), after
     the run. The --json report is still written, judge still shows its verdict, and the exit says what failed."""
     import errno
 
-    hist = tmp_path / "h.jsonl"
-    monkeypatch.setattr(history, "HISTORY", hist)
-    run = {"mode": "benchmark", "passed": True, "cases": [], "geomean_us": 5.0}
-    monkeypatch.setattr(harness, "run_local", lambda *a, **k: {"submission": str(a[1]), "device": "X", "runs": [run],
-                                                               "passed": True, "versions": {}})
     from scripts import judge
 
-    monkeypatch.setattr(judge, "judge", lambda *a, **k: {
-        "file": str(a[0]), "runner": "cpu", "on_gpu": False, "secret_seed": 7, "verdict": "passed the tests",
-        "public_s": None, "secret_s": None, "runs": [], "stages": [], "hidden_by": None})
     monkeypatch.setattr(judge, "verdict_sentence", lambda record: "VERDICT SHOWN")
 
     def full(fd, data):
