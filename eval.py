@@ -83,6 +83,16 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
 
 
+class Cut(Interrupted):
+    """A signal that ended a run after some of its cases finished: `kept` is what the interrupted call would have
+    returned, holding those cases (the one under way is dropped whole), with `passed` false and `interrupted`
+    naming the signal, so the caller can keep it before passing the signal on."""
+
+    def __init__(self, signum: int, kept):
+        super().__init__(signum)
+        self.kept = kept
+
+
 def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
@@ -837,9 +847,10 @@ def run_suite(mode, cases, submission, reporter=None, secret=None, measure_torch
                 break
             if mode in TIMED_MODES and outcome.ran:
                 cool_down(deadline)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         worker.close(at_once=True)
-        raise
+        stop = interrupted_of(interrupt)
+        raise Cut(stop.signum, {**run_record(mode, records, False), "interrupted": stop.name}) from None
     finally:
         worker.close()
     run = run_record(mode, records, passed)
@@ -1044,15 +1055,29 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
     reporter.say(describe_machine())
     reporter.say(f"submission: {submission}")
     runs = []
-    for run_mode in modes:
-        if run_mode != "test" and not on_gpu:
-            reporter.say("benchmarks need a CUDA GPU and none is visible here, so only the tests ran.")
-            break
-        cases = explicit or cases_from_task("tests" if run_mode == "test" else "benchmarks")
-        runs.append(run_suite(run_mode, cases, submission, reporter, limit_s=limit_s,
-                              measure_torch_copy=torch_copy and run_mode in TIMED_MODES))
-    return {"submission": str(submission), "device": device_name(), "versions": versions(),
-            "passed": all(run["passed"] for run in runs), "runs": runs}
+    report = {"submission": str(submission), "device": device_name(), "versions": versions()}
+    try:
+        for run_mode in modes:
+            if run_mode != "test" and not on_gpu:
+                reporter.say("benchmarks need a CUDA GPU and none is visible here, so only the tests ran.")
+                break
+            cases = explicit or cases_from_task("tests" if run_mode == "test" else "benchmarks")
+            runs.append(run_suite(run_mode, cases, submission, reporter, limit_s=limit_s,
+                                  measure_torch_copy=torch_copy and run_mode in TIMED_MODES))
+    except KeyboardInterrupt as interrupt:
+        stop = interrupted_of(interrupt)
+        kept = runs + [stop.kept] if isinstance(stop, Cut) else runs
+        if not any(run["cases"] for run in kept):
+            raise Interrupted(stop.signum) from None  # nothing finished: nothing to keep
+        raise Cut(stop.signum, {**report, "passed": False, "interrupted": stop.name, "runs": kept}) from None
+    return {**report, "passed": all(run["passed"] for run in runs), "runs": runs}
+
+
+def cut_sentence(report: dict, where: str) -> str:
+    """The one line for a run a signal ended after some cases: how many finished and where they are kept."""
+    done = sum(len(run["cases"]) for run in report["runs"])
+    return (f"interrupted ({report['interrupted']}) after {done} finished case{'s' if done != 1 else ''}, with no"
+            f" verdict (the case under way was dropped); they are {where}")
 
 
 def local_main(opts) -> int:
@@ -1067,6 +1092,16 @@ def local_main(opts) -> int:
     except TaskError as error:
         print(error, file=sys.stderr)
         return 1
+    except Cut as cut:
+        where = "above"
+        if opts.json_out:
+            try:
+                write_whole(opts.json_out, json.dumps(cut.kept, indent=2))
+                where = f"above and in {opts.json_out}"
+            except TaskError as error:
+                where = f"above only ({error})"
+        print(cut_sentence(cut.kept, where), file=sys.stderr)
+        return cut.exit_code
     return 0 if report["passed"] else 1
 
 

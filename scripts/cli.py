@@ -147,6 +147,12 @@ def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
         report = harness.run_local(mode, file.resolve(), tests_file, timeout)
     except harness.TaskError as error:
         raise click.ClickException(str(error)) from None
+    except harness.Cut as cut:
+        failure = keep_run(history.record_report, json_out, cut.kept)
+        kept = [f"in {json_out}" if json_out else "", "in the history" if mode != "test" else ""]
+        where = " and ".join(["above", *filter(None, kept)])
+        click.echo(harness.cut_sentence(cut.kept, f"{where}; but {failure}" if failure else where), err=True)
+        sys.exit(cut.exit_code)
     failure = keep_run(history.record_report, json_out, report)
     if failure:
         raise click.ClickException(f"the run finished ({'passed' if report['passed'] else 'failed'}), but {failure}")
@@ -545,8 +551,17 @@ def judge_cmd(file, secret, json_out, dry_run):
         leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"judge refused {file.name}: {error}") from None
-    record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
-    failure = keep_run(lambda r: history.append_entry(history.judge_entry(r)), json_out, record)
+    def keep(record):
+        return keep_run(lambda kept: history.append_entry(history.judge_entry(kept)), json_out, record)
+
+    try:
+        record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
+    except harness.Cut as cut:
+        failure = keep(cut.kept)
+        kept = f"the stages that ran are in the history{f' and in {json_out}' if json_out else ''}"
+        click.echo(f"{judge.verdict_sentence(cut.kept)}; {f'but {failure}' if failure else kept}", err=True)
+        sys.exit(cut.exit_code)
+    failure = keep(record)
     click.echo("")
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))

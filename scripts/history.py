@@ -91,7 +91,7 @@ def eval_entry(run: dict, submission, device: str) -> dict:
     timed = [{**c["fields"], "mean_us": c["stats_ns"]["mean"] / 1e3} for c in run["cases"] if "stats_ns" in c]
     return make_entry(source="eval", mode=run["mode"], kind="submission", gpu=device, file=submission,
                       timed_cases=timed, geomean_us=run.get("geomean_us"),
-                      outcome="pass" if run["passed"] else "fail")
+                      outcome="interrupted" if run.get("interrupted") else "pass" if run["passed"] else "fail")
 
 
 def record_report(report: dict) -> None:

@@ -13,6 +13,7 @@ import datetime
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -100,6 +101,26 @@ def end_group(process: subprocess.Popen, grace_s: float = 10) -> None:
 def run_stage(file: Path, mode: str, chain: str, secret: int | None, problem_dir: Path, echo=print) -> Stage:
     """Compile step, then `python3 eval.py MODE CASES` with POPCORN_FD, each in a fresh scratch folder."""
     stage = Stage(chain=chain, mode=mode, start_time=now())
+    try:
+        output = _run_stage_in(stage, file, secret, problem_dir, echo)
+    except KeyboardInterrupt as interrupt:  # the stage's finished cases (eval.py writes each as it ends) are kept
+        stop = harness.interrupted_of(interrupt)
+        stage.end_time, stage.error = now(), f"interrupted ({stop.name})"
+        raise harness.Cut(stop.signum, stage) from None
+    stage.end_time = now()
+    stage.passed = stage.lines.get("check") == "pass" and stage.code in (0, harness.FAILED) and not stage.error
+    if not stage.passed and not stage.error:
+        failures = [v for k, v in stage.lines.items() if k.endswith(".error")]
+        tail = output.decode("utf-8", "replace").strip().splitlines()
+        stage.error = (failures[0] if failures else
+                       f"eval.py exited {stage.code} with no check line ({tail[-1] if tail else 'no output'})")
+    return stage
+
+
+def _run_stage_in(stage: Stage, file: Path, secret: int | None, problem_dir: Path, echo) -> bytes:
+    """run_stage's work in a scratch folder: fills in the stage's compile step, pid, exit code and eval.py's
+    lines (those too when a signal ends it); eval.py's own output."""
+    chain, mode = stage.chain, stage.mode
     limit = harness.time_limits()[mode]
     with tempfile.TemporaryDirectory(prefix=f"judge-{chain}-{mode}-") as scratch:
         folder = Path(scratch)
@@ -128,24 +149,21 @@ def run_stage(file: Path, mode: str, chain: str, secret: int | None, problem_dir
                 stage.error = f"the {mode} stage ran past its {limit} s limit"
             except BaseException:  # Ctrl-C or SIGTERM: no eval.py keeps running in a deleted folder
                 end_group(process)
+                stage.lines = parse_results(results.read_text(errors="replace"))
                 raise
             stage.code = process.returncode
         stage.lines = parse_results(results.read_text(errors="replace"))
-    stage.end_time = now()
-    stage.passed = stage.lines.get("check") == "pass" and stage.code in (0, harness.FAILED) and not stage.error
-    if not stage.passed and not stage.error:
-        failures = [v for k, v in stage.lines.items() if k.endswith(".error")]
-        tail = output.decode("utf-8", "replace").strip().splitlines()
-        stage.error = (failures[0] if failures else
-                       f"eval.py exited {stage.code} with no check line ({tail[-1] if tail else 'no output'})")
-    return stage
+    return output
 
 
 def run_chain(file: Path, chain: str, secret: int | None, problem_dir: Path, on_gpu: bool, echo=print) -> list[Stage]:
     """test, benchmark, leaderboard in turn, stopping at the first that fails (without a GPU: test only)."""
     stages = []
     for mode in STAGES if on_gpu else STAGES[:1]:
-        stages.append(run_stage(file, mode, chain, secret, problem_dir, echo))
+        try:
+            stages.append(run_stage(file, mode, chain, secret, problem_dir, echo))
+        except harness.Cut as cut:
+            raise harness.Cut(cut.signum, stages + [cut.kept]) from None
         echo(f"[{chain}] {mode}: {'passed' if stages[-1].passed else 'FAILED: ' + stages[-1].error}")
         if not stages[-1].passed:
             break
@@ -171,21 +189,41 @@ def judge(file: Path, problem_dir: Path, secret: int | None = None, echo=print) 
     on_gpu = harness.gpu_available()
     runner = harness.device_name()
     secret = secret if secret is not None else random.SystemRandom().randrange(1, 2 ** 31)
-    chains = {"public": run_chain(file, "public", None, problem_dir, on_gpu, echo),
-              "secret": run_chain(file, "secret", secret, problem_dir, on_gpu, echo)}
+    chains = {}
+    try:
+        for chain, seed in (("public", None), ("secret", secret)):
+            chains[chain] = run_chain(file, chain, seed, problem_dir, on_gpu, echo)
+    except harness.Cut as cut:
+        chains[cut.kept[-1].chain] = cut.kept
+        if not any(finished_cases(s) for ss in chains.values() for s in ss):
+            raise harness.Interrupted(cut.signum) from None  # nothing finished: nothing to keep
+        raise harness.Cut(cut.signum, _record(file, runner, on_gpu, secret, chains, interrupted=cut.name)) from None
+    return _record(file, runner, on_gpu, secret, chains)
+
+
+def finished_cases(stage: Stage) -> int:
+    """How many cases eval.py reported an end for in the stage (a status line, or a timed case's mean)."""
+    return sum(1 for key in stage.lines if re.fullmatch(r"(test|benchmark)\.\d+\.(status|mean)", key))
+
+
+def _record(file: Path, runner: str, on_gpu: bool, secret: int, chains: dict, interrupted: str | None = None) -> dict:
+    """The judge's record of the chains that ran; where a signal ended it, the verdict is "interrupted"."""
+    chains = {"public": chains.get("public", []), "secret": chains.get("secret", [])}
     runs = [{"mode": s.mode, "secret": s.chain == "secret", "runner": runner,
              "score": s.score_s() if s.mode == "leaderboard" else None, "passed": s.passed,
              "start_time": s.start_time, "end_time": s.end_time} for ss in chains.values() for s in ss]
     public, hidden_by = _score(chains["public"]), None
     if on_gpu and public is not None and not all(s.passed for s in chains["secret"]):
         hidden_by = next(s for s in chains["secret"] if not s.passed)
-    verdict = ("ranked" if public is not None and hidden_by is None and on_gpu else
+    verdict = ("interrupted" if interrupted else
+               "ranked" if public is not None and hidden_by is None and on_gpu else
                "hidden" if hidden_by is not None else
                "passed the tests" if not on_gpu and all(s.passed for ss in chains.values() for s in ss) else "failed")
     return {"file": str(file), "runner": runner, "on_gpu": on_gpu, "secret_seed": secret, "verdict": verdict,
             "public_s": public, "secret_s": _score(chains["secret"]), "runs": runs,
             "stages": [dataclasses.asdict(s) for ss in chains.values() for s in ss],
-            "hidden_by": f"the secret {hidden_by.mode} stage: {hidden_by.error}" if hidden_by else None}
+            "hidden_by": f"the secret {hidden_by.mode} stage: {hidden_by.error}" if hidden_by else None,
+            "interrupted": interrupted}
 
 
 def _score(stages: list[Stage]) -> float | None:
@@ -211,6 +249,11 @@ def verdict_sentence(record: dict) -> str:
     if record["verdict"] == "hidden":
         return (f"judged locally on {record['runner']}: the public chain passed ({record['public_s'] * 1e6:.2f} us) but"
                 f" {record['hidden_by']}, so the entry would be hidden")
+    if record["verdict"] == "interrupted":
+        last = record["stages"][-1]
+        done = sum(finished_cases(Stage(**stage)) for stage in record["stages"])
+        return (f"judged locally on {record['runner']}: interrupted ({record['interrupted']}) in the {last['chain']}"
+                f" {last['mode']} stage after {done} finished case{'s' if done != 1 else ''}, so there is no verdict")
     if record["verdict"] == "passed the tests":
         return ("the compile steps and the test stages passed in both chains; the benchmark and leaderboard stages"
                 " time kernels on a CUDA GPU, and none is visible here, so there is no score")

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import eval as harness
-from conftest import DIRECTIVES, ROOT, SAMPLES, candidate, json_server, run_cli
+from conftest import DIRECTIVES, GOOD_BODY, ROOT, SAMPLES, candidate, json_server, run_cli
 from scripts import cli, history, leaderboard, remote
 
 CASE_LINE = "B: 1; D: 4; S: 16; W: 4; seed: 1\n"
@@ -510,6 +510,91 @@ def test_a_signal_ends_every_process_the_run_started_in_one_line(tmp_path, comma
     while (alive(worker) or alive(parent)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not alive(worker) and not alive(parent)  # no orphan: the worker, and judge's eval.py, are gone
+
+
+def _hangs_in_third_case(tmp, marker: Path) -> Path:
+    """A correct submission that hangs in task.yml's third test case (the only one with W = 3), after writing
+    marker: the first two cases finish before the signal comes."""
+    return candidate(tmp, body=GOOD_BODY + textwrap.dedent(f"""
+        import pathlib, time
+        correct = custom_kernel
+        def custom_kernel(data):
+            if data[1].shape[1] == 3:
+                pathlib.Path({str(marker)!r}).write_text("hanging")
+                time.sleep(600)
+            return correct(data)
+    """))
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
+@pytest.mark.parametrize("command", ["eval.py", "test", "judge"])
+def test_a_signal_keeps_the_cases_that_finished_and_drops_the_one_under_way(tmp_path, command, signum):
+    """The trial's finding: a signal ended test and judge with none of their finished cases kept. Now the
+    --json report holds them (judge's history entry too), marked interrupted and with no verdict."""
+    marker, report, hist = tmp_path / "hanging", tmp_path / "r.json", tmp_path / "h.jsonl"
+    submission = _hangs_in_third_case(tmp_path, marker)
+    env = {"WORKSPACE_HISTORY": str(hist)}
+    if command == "eval.py":
+        proc = subprocess.Popen([sys.executable, str(ROOT / "eval.py"), "test", "--submission", str(submission),
+                                 "--json", str(report)], cwd=ROOT, env={**{k: v for k, v in os.environ.items() if k != "POPCORN_FD"}, **env},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    else:
+        proc = _start_cli([command, "--json", str(report), str(submission)], env)
+    wait_for(marker)
+    _send(proc, signum)
+    out, err = proc.communicate(timeout=90)
+    sentence = one_sentence(err)
+    assert proc.returncode == 128 + signum, err
+    assert f"interrupted ({signum.name})" in sentence and "after 2 finished cases" in sentence, sentence
+    kept = json.loads(report.read_text())
+    specs = [case.spec for case in harness.cases_from_task("tests")[:2]]
+    if command == "judge":
+        assert kept["verdict"] == "interrupted" and kept["interrupted"] == signum.name and kept["public_s"] is None
+        lines = kept["stages"][0]["lines"]
+        assert [lines.get(f"test.{i}.spec") for i in range(3)] == specs + [None]
+        assert [lines.get(f"test.{i}.status") for i in range(2)] == ["pass", "pass"] and "check" not in lines
+        entry = history.read_entries(hist)[-1]
+        assert entry["outcome"] == "interrupted" and entry["geomean_us"] is None
+        assert entry["secret_seed"] == kept["secret_seed"]
+    else:
+        assert kept["passed"] is False and kept["interrupted"] == signum.name
+        assert [(c["spec"], c["ok"]) for c in kept["runs"][0]["cases"]] == [(spec, True) for spec in specs]
+        assert kept["runs"][0]["interrupted"] == signum.name
+
+
+def test_a_signal_before_any_case_finished_keeps_nothing_and_says_so(tmp_path):
+    """Nothing finished: no report is written, and the line says the run was ended."""
+    marker, report = tmp_path / "pids", tmp_path / "r.json"
+    proc = _start_cli(["test", "--json", str(report), str(_slow_submission(tmp_path, marker))],
+                      {"WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
+    wait_for(marker)
+    _send(proc, signal.SIGTERM)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 143, err
+    assert "interrupted (SIGTERM)" in one_sentence(err) and not report.exists()
+
+
+def test_an_interrupted_bench_enters_the_history_with_its_finished_cases_never_ranked(tmp_path, monkeypatch):
+    """bench needs a GPU, so its run is faked here: eval.run_local ends with a Cut holding one timed case."""
+    hist = tmp_path / "h.jsonl"
+    monkeypatch.setattr(history, "HISTORY", hist)
+    case = {"spec": "B: 1; D: 1536; S: 2048; W: 4; seed: 2146", "ok": True, "ran": True,
+            "fields": {"B": 1, "D": 1536, "S": 2048, "W": 4, "seed": 2146}, "stats_ns": {"mean": 5000.0}}
+    kept = {"submission": "s.py", "device": "X", "versions": {}, "passed": False, "interrupted": "SIGTERM",
+            "runs": [{"mode": "benchmark", "passed": False, "cases": [case], "interrupted": "SIGTERM"}]}
+
+    def cut(*args, **kwargs):
+        raise harness.Cut(signal.SIGTERM, kept)
+
+    monkeypatch.setattr(harness, "run_local", cut)
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(cli.cli, ["bench", "--json", str(report), str(candidate(tmp_path))])
+    assert result.exit_code == 143 and "after 1 finished case," in result.output, result.output
+    assert f"in {report} and in the history" in result.output
+    assert json.loads(report.read_text()) == kept
+    entry = history.read_entries(hist)[-1]
+    assert entry["outcome"] == "interrupted" and entry["timed_cases"][0]["mean_us"] == 5.0
+    assert history.best_per_gpu(history.read_entries(hist)) == {}
 
 
 @pytest.mark.parametrize("raised", ["KeyboardInterrupt()", "SystemExit(3)", "GeneratorExit()",
