@@ -93,13 +93,24 @@ class Cut(Interrupted):
         self.kept = kept
 
 
+_ending = False  # a signal has set this process ending: later ones are taken and dropped
+
+
 def _raise_interrupted(signum, frame):
+    global _ending
+    if _ending:  # a second Ctrl-C must not cut the first one's cleanup (children ended) and keeping (files written)
+        return
+    _ending = True
     raise Interrupted(signum)
 
 
 def interrupt_on_signals() -> dict:
-    """SIGINT, SIGTERM and SIGHUP raise Interrupted here, so a run ends its children and says one line;
-    the handlers they had, to restore."""
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted here, so a run ends its children, keeps what finished and
+    says one line. Only the first does: the ones after it are dropped, so that cleanup and keeping run to
+    their end (each is bounded: children get SIGTERM, then SIGKILL; SIGKILL still ends this process). The
+    handlers the signals had, to restore."""
+    global _ending
+    _ending = False
     return {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
@@ -149,10 +160,12 @@ def write_whole(path: Path, text: str, flag: str = "--json") -> None:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except OSError as error:
+    except BaseException as error:  # a signal too: no temporary file is left behind
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
-        raise TaskError(f"{flag} {path} could not be written: {error.strerror or error}") from None
+        if isinstance(error, OSError):
+            raise TaskError(f"{flag} {path} could not be written: {error.strerror or error}") from None
+        raise
 
 
 # ----------------------------------------------------------------------------- the contract's facts
@@ -826,21 +839,24 @@ def run_suite(mode, cases, submission, reporter=None, secret=None, measure_torch
     deadline = time.monotonic() + limit_s
     worker = Worker(submission, secret)
     reporter.begin(mode, cases)
-    records, passed = [], True
+    records, passed, under_way = [], True, None
     try:
         if mode in TIMED_MODES and cases:
             # The runner warms the GPU and the compilers with a short run of the first case, and cools
             # down after it as after every timed case.
+            under_way = f"the warm-up ({cases[0].spec})"
             worker.run("warmup", cases[0].args, deadline, limit_s)
+            under_way = None
             cool_down(deadline)
         for index, case in enumerate(cases):
             if time.monotonic() >= deadline:
                 outcome = Outcome(ok=False, ran=False, error=f"not run: the {mode} run's {limit_s} s had passed")
             else:
-                start = time.monotonic()
+                start, under_way = time.monotonic(), case.spec
                 outcome = worker.run(mode, case.args, deadline, limit_s, measure_torch_copy=measure_torch_copy)
                 outcome.wall_s = time.monotonic() - start
             records.append(case_record(case, outcome))
+            under_way = None
             reporter.case(mode, index, records[-1])
             passed &= outcome.ok
             if not outcome.ok and mode == "leaderboard":
@@ -850,7 +866,8 @@ def run_suite(mode, cases, submission, reporter=None, secret=None, measure_torch
     except KeyboardInterrupt as interrupt:
         worker.close(at_once=True)
         stop = interrupted_of(interrupt)
-        raise Cut(stop.signum, {**run_record(mode, records, False), "interrupted": stop.name}) from None
+        raise Cut(stop.signum, {**run_record(mode, records, False), "interrupted": stop.name,
+                                "dropped": under_way}) from None
     finally:
         worker.close()
     run = run_record(mode, records, passed)
@@ -1067,17 +1084,20 @@ def run_local(mode: str, submission: Path, tests_file: Path | None = None, limit
     except KeyboardInterrupt as interrupt:
         stop = interrupted_of(interrupt)
         kept = runs + [stop.kept] if isinstance(stop, Cut) else runs
-        if not any(run["cases"] for run in kept):
+        if not any(case["ran"] for run in kept for case in run["cases"]):
             raise Interrupted(stop.signum) from None  # nothing finished: nothing to keep
         raise Cut(stop.signum, {**report, "passed": False, "interrupted": stop.name, "runs": kept}) from None
     return {**report, "passed": all(run["passed"] for run in runs), "runs": runs}
 
 
 def cut_sentence(report: dict, where: str) -> str:
-    """The one line for a run a signal ended after some cases: how many finished and where they are kept."""
-    done = sum(len(run["cases"]) for run in report["runs"])
+    """The one line for a run a signal ended after some cases: how many finished, what was dropped, and where
+    the finished ones are kept."""
+    done = sum(case["ran"] for run in report["runs"] for case in run["cases"])
+    dropped = next((run["dropped"] for run in report["runs"] if run.get("dropped")), None)
     return (f"interrupted ({report['interrupted']}) after {done} finished case{'s' if done != 1 else ''}, with no"
-            f" verdict (the case under way was dropped); they are {where}")
+            f" verdict ({f'{dropped}, under way, was dropped' if dropped else 'no case was under way'});"
+            f" they are {where}")
 
 
 def local_main(opts) -> int:

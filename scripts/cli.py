@@ -9,6 +9,7 @@ the submission-style file (default submission.py), --shapes adds cases, --rep-ms
 --json FILE writes one report, --out DIR a folder of results, --dry-run writes nothing. The README's
 command table says which command takes which.
 """
+import dataclasses
 import datetime
 import json
 import math
@@ -116,20 +117,34 @@ def check_writable(json_out, inputs, keeps_history: bool) -> None:
         raise click.ClickException(f"{problem}; nothing was run")
 
 
-def keep_run(entry_of, json_out, record: dict) -> str | None:
-    """The finished run kept: its history entry, then its --json report. Each is tried even where the other
-    fails, so what was measured is never lost to the first one; why one failed, or None."""
-    failures = []
+@dataclasses.dataclass
+class Kept:
+    """Where a run was kept ("in the history", "in PATH") and why a place failed (None: none did)."""
+    places: list
+    failure: str | None
+
+    def where(self, first: str = "") -> str:
+        """The places as a phrase, with what failed after them."""
+        places = " and ".join([first, *self.places] if first else self.places) or "nowhere"
+        return f"{places}; {self.failure}" if self.failure else places
+
+
+def keep_run(entry_of, json_out, record: dict) -> Kept:
+    """The run kept: its history entry (entry_of(record) is true where it appended one), then its --json
+    report. Each is tried even where the other fails, so what was measured is never lost to the first one."""
+    places, failures = [], []
     try:
-        entry_of(record)
+        if entry_of(record):
+            places.append("in the history")
     except history.HistoryError as error:
         failures.append(str(error))
     if json_out:
         try:
             harness.write_whole(json_out, json.dumps(record, indent=2))
+            places.append(f"in {json_out}")
         except harness.TaskError as error:
             failures.append(str(error))
-    return "; ".join(failures) or None
+    return Kept(places, "; ".join(failures) or None)
 
 
 def load_submission_module():
@@ -148,12 +163,10 @@ def run_eval(mode: str, file: Path, tests_file, json_out, timeout) -> None:
     except harness.TaskError as error:
         raise click.ClickException(str(error)) from None
     except harness.Cut as cut:
-        failure = keep_run(history.record_report, json_out, cut.kept)
-        kept = [f"in {json_out}" if json_out else "", "in the history" if mode != "test" else ""]
-        where = " and ".join(["above", *filter(None, kept)])
-        click.echo(harness.cut_sentence(cut.kept, f"{where}; but {failure}" if failure else where), err=True)
+        kept = keep_run(history.record_report, json_out, cut.kept)
+        click.echo(harness.cut_sentence(cut.kept, kept.where("above")), err=True)
         sys.exit(cut.exit_code)
-    failure = keep_run(history.record_report, json_out, report)
+    failure = keep_run(history.record_report, json_out, report).failure
     if failure:
         raise click.ClickException(f"the run finished ({'passed' if report['passed'] else 'failed'}), but {failure}")
     sys.exit(0 if report["passed"] else 1)
@@ -551,17 +564,15 @@ def judge_cmd(file, secret, json_out, dry_run):
         leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"judge refused {file.name}: {error}") from None
-    def keep(record):
-        return keep_run(lambda kept: history.append_entry(history.judge_entry(kept)), json_out, record)
+    def keep(record) -> Kept:
+        return keep_run(lambda kept: history.append_entry(history.judge_entry(kept)) or True, json_out, record)
 
     try:
         record = judge.judge(file.resolve(), ROOT, secret, echo=click.echo)
     except harness.Cut as cut:
-        failure = keep(cut.kept)
-        kept = f"the stages that ran are in the history{f' and in {json_out}' if json_out else ''}"
-        click.echo(f"{judge.verdict_sentence(cut.kept)}; {f'but {failure}' if failure else kept}", err=True)
+        click.echo(f"{judge.verdict_sentence(cut.kept)}; its record is {keep(cut.kept).where()}", err=True)
         sys.exit(cut.exit_code)
-    failure = keep(record)
+    failure = keep(record).failure
     click.echo("")
     if record["on_gpu"]:
         click.echo(judge.popcorn_text(record))

@@ -94,11 +94,12 @@ def eval_entry(run: dict, submission, device: str) -> dict:
                       outcome="interrupted" if run.get("interrupted") else "pass" if run["passed"] else "fail")
 
 
-def record_report(report: dict) -> None:
-    """Each timed run of an eval.py report (eval.run_local's dict) as one history line."""
-    for run in report["runs"]:
-        if run["mode"] != "test":
-            append_entry(eval_entry(run, report["submission"], report["device"]))
+def record_report(report: dict) -> int:
+    """Each timed run of an eval.py report (eval.run_local's dict) as one history line; how many were appended."""
+    timed = [run for run in report["runs"] if run["mode"] != "test"]
+    for run in timed:
+        append_entry(eval_entry(run, report["submission"], report["device"]))
+    return len(timed)
 
 
 def compare_entry(name: str, kind: str, file, summary: dict, cases: list[dict], device: str) -> dict:

@@ -162,8 +162,9 @@ def run_chain(file: Path, chain: str, secret: int | None, problem_dir: Path, on_
     for mode in STAGES if on_gpu else STAGES[:1]:
         try:
             stages.append(run_stage(file, mode, chain, secret, problem_dir, echo))
-        except harness.Cut as cut:
-            raise harness.Cut(cut.signum, stages + [cut.kept]) from None
+        except KeyboardInterrupt as interrupt:  # a Cut from run_stage, or a signal between stages
+            stop = harness.interrupted_of(interrupt)
+            raise harness.Cut(stop.signum, stages + ([stop.kept] if isinstance(stop, harness.Cut) else [])) from None
         echo(f"[{chain}] {mode}: {'passed' if stages[-1].passed else 'FAILED: ' + stages[-1].error}")
         if not stages[-1].passed:
             break
@@ -193,11 +194,13 @@ def judge(file: Path, problem_dir: Path, secret: int | None = None, echo=print) 
     try:
         for chain, seed in (("public", None), ("secret", secret)):
             chains[chain] = run_chain(file, chain, seed, problem_dir, on_gpu, echo)
-    except harness.Cut as cut:
-        chains[cut.kept[-1].chain] = cut.kept
+    except KeyboardInterrupt as interrupt:  # a Cut from run_chain, or a signal between the chains
+        stop = harness.interrupted_of(interrupt)
+        if isinstance(stop, harness.Cut) and stop.kept:
+            chains[stop.kept[-1].chain] = stop.kept
         if not any(finished_cases(s) for ss in chains.values() for s in ss):
-            raise harness.Interrupted(cut.signum) from None  # nothing finished: nothing to keep
-        raise harness.Cut(cut.signum, _record(file, runner, on_gpu, secret, chains, interrupted=cut.name)) from None
+            raise harness.Interrupted(stop.signum) from None  # nothing finished: nothing to keep
+        raise harness.Cut(stop.signum, _record(file, runner, on_gpu, secret, chains, interrupted=stop.name)) from None
     return _record(file, runner, on_gpu, secret, chains)
 
 
@@ -207,13 +210,14 @@ def finished_cases(stage: Stage) -> int:
 
 
 def _record(file: Path, runner: str, on_gpu: bool, secret: int, chains: dict, interrupted: str | None = None) -> dict:
-    """The judge's record of the chains that ran; where a signal ended it, the verdict is "interrupted"."""
+    """The judge's record of the chains that ran. Where a signal ended it, the verdict is "interrupted": the
+    public score stays where the public chain finished, and nothing is said hidden."""
     chains = {"public": chains.get("public", []), "secret": chains.get("secret", [])}
     runs = [{"mode": s.mode, "secret": s.chain == "secret", "runner": runner,
              "score": s.score_s() if s.mode == "leaderboard" else None, "passed": s.passed,
              "start_time": s.start_time, "end_time": s.end_time} for ss in chains.values() for s in ss]
     public, hidden_by = _score(chains["public"]), None
-    if on_gpu and public is not None and not all(s.passed for s in chains["secret"]):
+    if on_gpu and public is not None and not interrupted and not all(s.passed for s in chains["secret"]):
         hidden_by = next(s for s in chains["secret"] if not s.passed)
     verdict = ("interrupted" if interrupted else
                "ranked" if public is not None and hidden_by is None and on_gpu else
@@ -252,8 +256,10 @@ def verdict_sentence(record: dict) -> str:
     if record["verdict"] == "interrupted":
         last = record["stages"][-1]
         done = sum(finished_cases(Stage(**stage)) for stage in record["stages"])
-        return (f"judged locally on {record['runner']}: interrupted ({record['interrupted']}) in the {last['chain']}"
-                f" {last['mode']} stage after {done} finished case{'s' if done != 1 else ''}, so there is no verdict")
+        where = "in" if last["error"].startswith("interrupted") else "after"
+        return (f"judged locally on {record['runner']}: interrupted ({record['interrupted']}) {where} the"
+                f" {last['chain']} {last['mode']} stage, after {done} finished case{'s' if done != 1 else ''}, so"
+                f" there is no verdict")
     if record["verdict"] == "passed the tests":
         return ("the compile steps and the test stages passed in both chains; the benchmark and leaderboard stages"
                 " time kernels on a CUDA GPU, and none is visible here, so there is no score")

@@ -361,8 +361,8 @@ def test_a_history_that_fails_after_the_run_still_gets_the_report_written(tmp_pa
     def unwritable(record):
         raise history.HistoryError("the history h cannot be written: disk full")
 
-    failure = cli.keep_run(unwritable, tmp_path / "r.json", {"passed": True})
-    assert failure == "the history h cannot be written: disk full"
+    kept = cli.keep_run(unwritable, tmp_path / "r.json", {"passed": True})
+    assert kept.failure == "the history h cannot be written: disk full" and kept.places == [f"in {tmp_path / 'r.json'}"]
     assert json.loads((tmp_path / "r.json").read_text()) == {"passed": True}
 
 

@@ -556,10 +556,62 @@ def test_a_signal_keeps_the_cases_that_finished_and_drops_the_one_under_way(tmp_
         entry = history.read_entries(hist)[-1]
         assert entry["outcome"] == "interrupted" and entry["geomean_us"] is None
         assert entry["secret_seed"] == kept["secret_seed"]
+        assert "in the history" in sentence and f"in {report}" in sentence
     else:
         assert kept["passed"] is False and kept["interrupted"] == signum.name
         assert [(c["spec"], c["ok"]) for c in kept["runs"][0]["cases"]] == [(spec, True) for spec in specs]
         assert kept["runs"][0]["interrupted"] == signum.name
+        third = harness.cases_from_task("tests")[2].spec
+        assert kept["runs"][0]["dropped"] == third and f"({third}, under way, was dropped)" in sentence
+        assert "history" not in sentence and not hist.exists()  # test keeps no history line and says none
+
+
+def _slow_to_keep(tmp: Path, started: Path) -> Path:
+    """eval.py's main with the report's fsync slowed to 3 s (a slow disk), writing started when it begins."""
+    script = tmp / "slow_keep.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, pathlib, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        import eval
+        fsync = os.fsync
+        def slow(fd):
+            pathlib.Path({str(started)!r}).write_text("keeping")
+            time.sleep(3)
+            fsync(fd)
+        if __name__ == "__main__":  # the worker, a fresh interpreter, imports this file too
+            os.fsync = slow
+            sys.exit(eval.main(sys.argv[1:]))
+    """))
+    return script
+
+
+@pytest.mark.parametrize("command", ["eval.py", "judge"])
+def test_a_second_signal_does_not_cut_the_first_ones_keeping(tmp_path, command):
+    """A second Ctrl-C while the first one's run is ending (eval.py writing its report on a slow disk; judge
+    ending its eval.py, 0.3 s after the first, the review's window) is dropped: what finished is still kept."""
+    marker, report, hist = tmp_path / "hanging", tmp_path / "r.json", tmp_path / "h.jsonl"
+    submission = _hangs_in_third_case(tmp_path, marker)
+    if command == "eval.py":
+        keeping = tmp_path / "keeping"
+        proc = subprocess.Popen([sys.executable, str(_slow_to_keep(tmp_path, keeping)), "test", "--submission",
+                                 str(submission), "--json", str(report)], cwd=ROOT,
+                                env={k: v for k, v in os.environ.items() if k != "POPCORN_FD"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    else:
+        proc = _start_cli(["judge", "--json", str(report), str(submission)], {"WORKSPACE_HISTORY": str(hist)})
+    wait_for(marker)
+    _send(proc, signal.SIGTERM)
+    if command == "eval.py":
+        wait_for(keeping, 60)
+    else:
+        time.sleep(0.3)
+    _send(proc, signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    sentence = one_sentence(err)
+    assert proc.returncode == 143 and "interrupted (SIGTERM)" in sentence and "after 2 finished cases" in sentence
+    kept = json.loads(report.read_text())
+    assert kept["interrupted"] == "SIGTERM"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".r.json")] == []  # no temporary file left
 
 
 def test_a_signal_before_any_case_finished_keeps_nothing_and_says_so(tmp_path):
@@ -581,7 +633,8 @@ def test_an_interrupted_bench_enters_the_history_with_its_finished_cases_never_r
     case = {"spec": "B: 1; D: 1536; S: 2048; W: 4; seed: 2146", "ok": True, "ran": True,
             "fields": {"B": 1, "D": 1536, "S": 2048, "W": 4, "seed": 2146}, "stats_ns": {"mean": 5000.0}}
     kept = {"submission": "s.py", "device": "X", "versions": {}, "passed": False, "interrupted": "SIGTERM",
-            "runs": [{"mode": "benchmark", "passed": False, "cases": [case], "interrupted": "SIGTERM"}]}
+            "runs": [{"mode": "benchmark", "passed": False, "cases": [case], "interrupted": "SIGTERM",
+                      "dropped": None, "geomean_us": 5.0}]}  # a geomean, so only the outcome keeps it unranked
 
     def cut(*args, **kwargs):
         raise harness.Cut(signal.SIGTERM, kept)
@@ -590,11 +643,59 @@ def test_an_interrupted_bench_enters_the_history_with_its_finished_cases_never_r
     report = tmp_path / "r.json"
     result = CliRunner().invoke(cli.cli, ["bench", "--json", str(report), str(candidate(tmp_path))])
     assert result.exit_code == 143 and "after 1 finished case," in result.output, result.output
-    assert f"in {report} and in the history" in result.output
+    assert f"above and in the history and in {report}" in result.output
+    assert "no case was under way" in result.output  # the signal came in a cool-down
     assert json.loads(report.read_text()) == kept
     entry = history.read_entries(hist)[-1]
     assert entry["outcome"] == "interrupted" and entry["timed_cases"][0]["mean_us"] == 5.0
     assert history.best_per_gpu(history.read_entries(hist)) == {}
+
+
+def test_an_interrupted_bench_whose_history_fails_names_only_where_it_was_kept(tmp_path, monkeypatch):
+    """The history is a folder: the sentence names the report it did write and why the history failed."""
+    monkeypatch.setattr(history, "HISTORY", tmp_path)
+    kept = {"submission": "s.py", "device": "X", "versions": {}, "passed": False, "interrupted": "SIGINT",
+            "runs": [{"mode": "benchmark", "passed": False, "cases": [], "interrupted": "SIGINT", "dropped": None}]}
+
+    def cut(*args, **kwargs):
+        raise harness.Cut(signal.SIGINT, kept)
+
+    monkeypatch.setattr(harness, "run_local", cut)
+    monkeypatch.setattr(cli, "check_writable", lambda *args, **kwargs: None)  # the folder is refused before a run
+    report = tmp_path / "r.json"
+    result = CliRunner().invoke(cli.cli, ["bench", "--json", str(report), str(candidate(tmp_path))])
+    assert result.exit_code == 130, result.output
+    assert f"they are above and in {report}; the history {tmp_path} cannot be written" in result.output
+    assert "in the history" not in result.output and json.loads(report.read_text()) == kept
+
+
+def test_a_judge_cut_in_the_secret_chain_keeps_the_public_score_and_hides_nothing():
+    """On a GPU, the public chain passed and a signal cut the secret chain: no verdict, nothing said hidden,
+    the history line carries no score."""
+    from scripts import judge
+
+    public = [judge.Stage(chain="public", mode=mode, passed=True, error="",
+                          lines={"benchmark-count": "1", "benchmark.0.mean": "5000", "check": "pass"})
+              for mode in judge.STAGES]
+    secret = [judge.Stage(chain="secret", mode="test", error="interrupted (SIGTERM)",
+                          lines={"test.0.spec": "B: 1", "test.0.status": "pass"})]
+    record = judge._record(Path("s.py"), "NVIDIA H200", True, 7, {"public": public, "secret": secret},
+                           interrupted="SIGTERM")
+    assert record["verdict"] == "interrupted" and record["hidden_by"] is None
+    assert record["public_s"] == pytest.approx(5e-6)
+    assert "interrupted (SIGTERM) in the secret test stage, after 4 finished cases" in judge.verdict_sentence(record)
+    entry = history.judge_entry(record)
+    assert entry["outcome"] == "interrupted" and entry["geomean_us"] is None
+
+
+def test_the_cut_sentence_counts_only_cases_that_ran():
+    ran = {"ran": True}
+    report = {"interrupted": "SIGHUP", "runs": [
+        {"cases": [ran, ran, {"ran": False}], "dropped": None},
+        {"cases": [ran], "dropped": "the warm-up (B: 1)"}]}
+    assert harness.cut_sentence(report, "above") == (
+        "interrupted (SIGHUP) after 3 finished cases, with no verdict (the warm-up (B: 1), under way, was dropped);"
+        " they are above")
 
 
 @pytest.mark.parametrize("raised", ["KeyboardInterrupt()", "SystemExit(3)", "GeneratorExit()",
