@@ -564,6 +564,7 @@ def judge_cmd(file, secret, json_out, dry_run):
         leaderboard.server_file_rules(file)  # the server's rules on the file, as submit applies them
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"judge refused {file.name}: {error}") from None
+
     def keep(record) -> Kept:
         return keep_run(lambda kept: history.append_entry(history.judge_entry(kept)) or True, json_out, record)
 

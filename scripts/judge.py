@@ -162,10 +162,10 @@ def run_chain(file: Path, chain: str, secret: int | None, problem_dir: Path, on_
     for mode in STAGES if on_gpu else STAGES[:1]:
         try:
             stages.append(run_stage(file, mode, chain, secret, problem_dir, echo))
+            echo(f"[{chain}] {mode}: {'passed' if stages[-1].passed else 'FAILED: ' + stages[-1].error}")
         except KeyboardInterrupt as interrupt:  # a Cut from run_stage, or a signal between stages
             stop = harness.interrupted_of(interrupt)
             raise harness.Cut(stop.signum, stages + ([stop.kept] if isinstance(stop, harness.Cut) else [])) from None
-        echo(f"[{chain}] {mode}: {'passed' if stages[-1].passed else 'FAILED: ' + stages[-1].error}")
         if not stages[-1].passed:
             break
     return stages
