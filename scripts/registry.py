@@ -15,7 +15,9 @@ meaning what SEAM_OFFERS says; tools and variants use no other name of it, and n
 one (tests/test_kernel_files.py checks both). The kernel file stays self-contained, since only it
 travels to the runner, so what the tools need of it is public there.
 """
+import contextlib
 import dataclasses
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -64,15 +66,40 @@ class Impl:
     file: Path | None = None  # where the code lives, for ours
 
 
+class _EndedWhileImporting(BaseException):
+    """A kernel file called os._exit or os.abort while it was imported."""
+
+
+@contextlib.contextmanager
+def _no_process_exit():
+    """os._exit and os.abort raise while a kernel file is imported: they would end the tool at once, past every
+    handler, with no word (os._exit(0) even with exit 0). sys.exit needs no guard: it raises SystemExit."""
+    def refused(name):
+        def call(*args):
+            raise _EndedWhileImporting(f"os.{name}({', '.join(map(repr, args))})")
+        return call
+
+    saved = os._exit, os.abort
+    os._exit, os.abort = refused("_exit"), refused("abort")
+    try:
+        yield
+    finally:
+        os._exit, os.abort = saved
+
+
 def load_kernel_file(path: Path, module_name: str):
     """A kernel file imported under its own module name; ValueError, in one sentence, where it does not import
-    (it is the user's code: whatever its import raises) or lacks what the seam requires."""
+    (it is the user's code: whatever its import raises, or a call that would end the process) or lacks what
+    the seam requires."""
     import eval as harness
 
     try:
-        module = harness.load_submission(path, module_name)
+        with _no_process_exit():
+            module = harness.load_submission(path, module_name)
     except SystemExit as stop:  # the file's own sys.exit: a kernel file that ends the tool is still one not loaded
         raise ValueError(f"{Path(path).name} did not load: it called sys.exit({stop.code!r}) while importing") from None
+    except _EndedWhileImporting as stop:
+        raise ValueError(f"{Path(path).name} did not load: it called {stop} while importing") from None
     except Exception as error:
         raise ValueError(f"{Path(path).name} did not load: {type(error).__name__}: {error}") from None
     missing = [name for name in SEAM_REQUIRES if not callable(getattr(module, name, None))]

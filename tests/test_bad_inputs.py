@@ -418,14 +418,23 @@ def test_a_task_yml_with_bad_values_is_one_sentence_naming_it(task_copy, spoil, 
     assert proc.returncode == 1 and str(path) in sentence and message in sentence, sentence
 
 
-def test_a_kernel_file_that_exits_while_importing_is_one_sentence(tmp_path):
-    """tiles and sass used to end silently with exit 0: the file's sys.exit(0) ended the tool."""
-    from scripts import registry
+QUITS = {"sys.exit(0)": "import sys\nsys.exit(0)\n",
+         "os._exit(0)": "import os\nos._exit(0)\n",
+         "os._exit(3)": "from os import _exit\n_exit(3)\n",
+         "os.abort()": "import os\nos.abort()\n"}
 
+
+@pytest.mark.parametrize("command", ["tiles", "sass"])
+@pytest.mark.parametrize("call", list(QUITS))
+def test_a_kernel_file_that_exits_while_importing_is_one_sentence(tmp_path, command, call):
+    """tiles and sass used to end silently with exit 0 (or die on SIGABRT): the file's own exit ended the tool.
+    A subprocess, since an os._exit that is not caught would end the test's own process."""
     path = tmp_path / "quits.py"
-    path.write_text("import sys\nsys.exit(0)\n")
-    with pytest.raises(ValueError, match=r"quits.py did not load: it called sys.exit\(0\) while importing"):
-        registry.load_kernel_file(path, "kernel_that_quits")
+    path.write_text(QUITS[call])
+    args = [command, str(path)] + (["--entry", "k"] if command == "sass" else [])
+    proc = run_cli(args, {"WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and f"quits.py did not load: it called {call} while importing" in sentence, sentence
 
 
 def test_tune_puts_the_file_back_when_a_signal_ends_its_check(tmp_path):
