@@ -18,6 +18,7 @@ This file is part of the contract: it imports nothing from the workspace's tools
 """
 import argparse
 import base64
+import contextlib
 import dataclasses
 import fcntl
 import functools
@@ -94,14 +95,32 @@ class Cut(Interrupted):
 
 
 _ending = False  # a signal has set this process ending: later ones are taken and dropped
+_held = None  # while a finished run is written (signals_held), the signals that came meanwhile
 
 
 def _raise_interrupted(signum, frame):
     global _ending
+    if _held is not None:
+        _held.append(signum)
+        return
     if _ending:  # a second Ctrl-C must not cut the first one's cleanup (children ended) and keeping (files written)
         return
     _ending = True
     raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """A finished run's results written whole: a signal that comes meanwhile is raised once they are."""
+    global _ending, _held
+    outer, _held = _held, []
+    try:
+        yield
+    finally:
+        held, _held = _held, outer
+    if held and outer is None and not _ending:
+        _ending = True
+        raise Interrupted(held[0])
 
 
 def interrupt_on_signals() -> dict:
@@ -1108,7 +1127,8 @@ def local_main(opts) -> int:
     try:
         report = run_local(opts.mode, opts.submission.resolve(), opts.tests_file, opts.timeout, not opts.no_torch_copy)
         if opts.json_out:
-            write_whole(opts.json_out, json.dumps(report, indent=2))
+            with signals_held():
+                write_whole(opts.json_out, json.dumps(report, indent=2))
     except TaskError as error:
         print(error, file=sys.stderr)
         return 1

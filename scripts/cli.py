@@ -133,17 +133,18 @@ def keep_run(entry_of, json_out, record: dict) -> Kept:
     """The run kept: its history entry (entry_of(record) is true where it appended one), then its --json
     report. Each is tried even where the other fails, so what was measured is never lost to the first one."""
     places, failures = [], []
-    try:
-        if entry_of(record):
-            places.append("in the history")
-    except history.HistoryError as error:
-        failures.append(str(error))
-    if json_out:
+    with harness.signals_held():  # a signal now waits until both are written
         try:
-            harness.write_whole(json_out, json.dumps(record, indent=2))
-            places.append(f"in {json_out}")
-        except harness.TaskError as error:
+            if entry_of(record):
+                places.append("in the history")
+        except history.HistoryError as error:
             failures.append(str(error))
+        if json_out:
+            try:
+                harness.write_whole(json_out, json.dumps(record, indent=2))
+                places.append(f"in {json_out}")
+            except harness.TaskError as error:
+                failures.append(str(error))
     return Kept(places, "; ".join(failures) or None)
 
 

@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import eval as harness
@@ -20,6 +21,7 @@ from scripts.times import utc_time
 
 # WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
 HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
+LOCK_WAIT_S = 10.0
 REMOTE = HISTORY.parent / "remote"  # popcorn's saved output, one file a submit, beside the history it belongs to
 NUMBER = (int, float)
 # field -> the types a readable entry may hold there (None: the field may be absent or null)
@@ -165,12 +167,27 @@ def locked(path: Path | None = None):
     except OSError as error:
         raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock(fd, path)
         yield fd
     except OSError as error:  # a write under the lock that fails (a full disk) is the history's error too
         raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _lock(fd: int, path: Path) -> None:
+    """The exclusive lock, waited for LOCK_WAIT_S at most: writers hold it for milliseconds, and a run ending
+    on a signal (which drops later ones) must not wait on another process without end."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise HistoryError(f"the history {path} stayed locked by another process for {LOCK_WAIT_S:g} s;"
+                                   " nothing was written to it") from None
+            time.sleep(0.05)
 
 
 def _append_line(fd: int, entry: dict) -> None:

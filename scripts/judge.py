@@ -205,8 +205,10 @@ def judge(file: Path, problem_dir: Path, secret: int | None = None, echo=print) 
 
 
 def finished_cases(stage: Stage) -> int:
-    """How many cases eval.py reported an end for in the stage (a status line, or a timed case's mean)."""
-    return sum(1 for key in stage.lines if re.fullmatch(r"(test|benchmark)\.\d+\.(status|mean)", key))
+    """How many case results eval.py reported in the stage (a status line, or a timed case's mean); a case
+    failed without running (its import failed) is a result too, one not run for lack of time is not."""
+    return sum(1 for key in stage.lines if re.fullmatch(r"(test|benchmark)\.\d+\.(status|mean)", key)
+               and not stage.lines.get(key.rsplit(".", 1)[0] + ".error", "").startswith("not run"))
 
 
 def _record(file: Path, runner: str, on_gpu: bool, secret: int, chains: dict, interrupted: str | None = None) -> dict:
@@ -258,7 +260,7 @@ def verdict_sentence(record: dict) -> str:
         done = sum(finished_cases(Stage(**stage)) for stage in record["stages"])
         where = "in" if last["error"].startswith("interrupted") else "after"
         return (f"judged locally on {record['runner']}: interrupted ({record['interrupted']}) {where} the"
-                f" {last['chain']} {last['mode']} stage, after {done} finished case{'s' if done != 1 else ''}, so"
+                f" {last['chain']} {last['mode']} stage, after {done} case result{'s' if done != 1 else ''}, so"
                 f" there is no verdict")
     if record["verdict"] == "passed the tests":
         return ("the compile steps and the test stages passed in both chains; the benchmark and leaderboard stages"

@@ -18,6 +18,7 @@ travels to the runner, so what the tools need of it is public there.
 import contextlib
 import dataclasses
 import os
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -73,17 +74,24 @@ class _EndedWhileImporting(BaseException):
 @contextlib.contextmanager
 def _no_process_exit():
     """os._exit and os.abort raise while a kernel file is imported: they would end the tool at once, past every
-    handler, with no word (os._exit(0) even with exit 0). sys.exit needs no guard: it raises SystemExit."""
-    def refused(name):
+    handler, with no word (os._exit(0) even with exit 0). sys.exit needs no guard: it raises SystemExit. Only
+    in this process's importing thread and only during the import: a child forked meanwhile, another thread,
+    or a library that kept a reference calls the real function."""
+    owner, active = (os.getpid(), threading.get_ident()), [True]
+
+    def refused(name, real):
         def call(*args):
-            raise _EndedWhileImporting(f"os.{name}({', '.join(map(repr, args))})")
+            if active[0] and (os.getpid(), threading.get_ident()) == owner:
+                raise _EndedWhileImporting(f"os.{name}({', '.join(map(repr, args))})")
+            return real(*args)
         return call
 
     saved = os._exit, os.abort
-    os._exit, os.abort = refused("_exit"), refused("abort")
+    os._exit, os.abort = refused("_exit", saved[0]), refused("abort", saved[1])
     try:
         yield
     finally:
+        active[0] = False  # a guard that outlives its import (threads restoring out of order) calls the real one
         os._exit, os.abort = saved
 
 

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -435,6 +436,34 @@ def test_a_kernel_file_that_exits_while_importing_is_one_sentence(tmp_path, comm
     proc = run_cli(args, {"WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
     sentence = one_sentence(proc.stderr)
     assert proc.returncode == 1 and f"quits.py did not load: it called {call} while importing" in sentence, sentence
+
+
+def test_the_import_guard_is_the_importing_threads_only_and_ends_with_the_import(tmp_path):
+    """A child forked during the import, and anything after it, call the real os._exit (the review: a forked
+    child's own os._exit raised and ran on into the parent's code). In a subprocess: a broken guard there must
+    not loose a forked copy of the test run."""
+    path = tmp_path / "forks.py"
+    path.write_text(textwrap.dedent("""\
+        import os
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)
+        CHILD_EXIT = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        KEPT = os._exit  # a library that keeps a reference while the guard is on
+        def custom_kernel(data):
+            return data[0]
+    """))
+    probe = textwrap.dedent(f"""\
+        import os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from scripts import registry
+        real = os._exit, os.abort
+        module = registry.load_kernel_file({str(path)!r}, "forks")
+        print(module.CHILD_EXIT, (os._exit, os.abort) == real, flush=True)
+        module.KEPT(5)
+    """)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["7", "True"] and proc.returncode == 5, proc.stdout + proc.stderr
 
 
 def test_tune_puts_the_file_back_when_a_signal_ends_its_check(tmp_path):

@@ -545,7 +545,8 @@ def test_a_signal_keeps_the_cases_that_finished_and_drops_the_one_under_way(tmp_
     out, err = proc.communicate(timeout=90)
     sentence = one_sentence(err)
     assert proc.returncode == 128 + signum, err
-    assert f"interrupted ({signum.name})" in sentence and "after 2 finished cases" in sentence, sentence
+    count = "after 2 case results" if command == "judge" else "after 2 finished cases"
+    assert f"interrupted ({signum.name})" in sentence and count in sentence, sentence
     kept = json.loads(report.read_text())
     specs = [case.spec for case in harness.cases_from_task("tests")[:2]]
     if command == "judge":
@@ -566,13 +567,16 @@ def test_a_signal_keeps_the_cases_that_finished_and_drops_the_one_under_way(tmp_
         assert "history" not in sentence and not hist.exists()  # test keeps no history line and says none
 
 
-def _slow_to_keep(tmp: Path, started: Path) -> Path:
-    """eval.py's main with the report's fsync slowed to 3 s (a slow disk), writing started when it begins."""
+def _slow_to_keep(tmp: Path, started: Path, main: str) -> Path:
+    """eval.py's main, or the CLI's, with the report's fsync slowed to 3 s (a slow disk): a script to run,
+    which writes started when the slow write begins."""
     script = tmp / "slow_keep.py"
-    script.write_text(textwrap.dedent(f"""
+    launch = {"eval.py": "import eval\n    sys.exit(eval.main(sys.argv[1:]))",
+              "cli": "import runpy\n    runpy.run_path(str(root / 'scripts' / 'cli.py'), run_name='__main__')"}[main]
+    script.write_text(textwrap.dedent(f"""\
         import os, pathlib, sys, time
-        sys.path.insert(0, {str(ROOT)!r})
-        import eval
+        root = pathlib.Path({str(ROOT)!r})
+        sys.path.insert(0, str(root))
         fsync = os.fsync
         def slow(fd):
             pathlib.Path({str(started)!r}).write_text("keeping")
@@ -580,50 +584,97 @@ def _slow_to_keep(tmp: Path, started: Path) -> Path:
             fsync(fd)
         if __name__ == "__main__":  # the worker, a fresh interpreter, imports this file too
             os.fsync = slow
-            sys.exit(eval.main(sys.argv[1:]))
-    """))
+        """) + f"    {launch}\n")
     return script
 
 
-@pytest.mark.parametrize("command", ["eval.py", "judge"])
+def _start_slow(tmp: Path, main: str, args: list, started: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "POPCORN_FD"}
+    env["WORKSPACE_HISTORY"] = str(tmp / "h.jsonl")
+    return subprocess.Popen([sys.executable, str(_slow_to_keep(tmp, started, main)), *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize("command", ["eval.py", "test", "judge"])
 def test_a_second_signal_does_not_cut_the_first_ones_keeping(tmp_path, command):
-    """A second Ctrl-C while the first one's run is ending (eval.py writing its report on a slow disk; judge
-    ending its eval.py, 0.3 s after the first, the review's window) is dropped: what finished is still kept."""
-    marker, report, hist = tmp_path / "hanging", tmp_path / "r.json", tmp_path / "h.jsonl"
+    """A second Ctrl-C while the first one's run is being kept (its report written on a slow disk) is dropped:
+    what finished is still kept, whole."""
+    marker, report, keeping = tmp_path / "hanging", tmp_path / "r.json", tmp_path / "keeping"
     submission = _hangs_in_third_case(tmp_path, marker)
-    if command == "eval.py":
-        keeping = tmp_path / "keeping"
-        proc = subprocess.Popen([sys.executable, str(_slow_to_keep(tmp_path, keeping)), "test", "--submission",
-                                 str(submission), "--json", str(report)], cwd=ROOT,
-                                env={k: v for k, v in os.environ.items() if k != "POPCORN_FD"},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    else:
-        proc = _start_cli(["judge", "--json", str(report), str(submission)], {"WORKSPACE_HISTORY": str(hist)})
+    args = (["test", "--submission", str(submission)] if command == "eval.py" else [command, str(submission)])
+    proc = _start_slow(tmp_path, "eval.py" if command == "eval.py" else "cli", args + ["--json", str(report)], keeping)
     wait_for(marker)
     _send(proc, signal.SIGTERM)
-    if command == "eval.py":
-        wait_for(keeping, 60)
-    else:
-        time.sleep(0.3)
+    wait_for(keeping, 60)
     _send(proc, signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     sentence = one_sentence(err)
-    assert proc.returncode == 143 and "interrupted (SIGTERM)" in sentence and "after 2 finished cases" in sentence
-    kept = json.loads(report.read_text())
-    assert kept["interrupted"] == "SIGTERM"
+    count = "after 2 case results" if command == "judge" else "after 2 finished cases"
+    assert proc.returncode == 143 and "interrupted (SIGTERM)" in sentence and count in sentence, err
+    assert json.loads(report.read_text())["interrupted"] == "SIGTERM"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".r.json")] == []  # no temporary file left
 
 
-def test_a_signal_before_any_case_finished_keeps_nothing_and_says_so(tmp_path):
-    """Nothing finished: no report is written, and the line says the run was ended."""
-    marker, report = tmp_path / "pids", tmp_path / "r.json"
-    proc = _start_cli(["test", "--json", str(report), str(_slow_submission(tmp_path, marker))],
-                      {"WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
-    wait_for(marker)
+@pytest.mark.parametrize("command", ["eval.py", "test"])
+def test_a_signal_while_a_finished_run_is_written_waits_for_the_write(tmp_path, command):
+    """Every case passed and the report is being written when SIGTERM comes: the report is written whole,
+    then the signal ends the command (the review found the report lost)."""
+    report, keeping = tmp_path / "r.json", tmp_path / "keeping"
+    args = ["test", "--submission", str(candidate(tmp_path))] if command == "eval.py" else ["test", str(candidate(tmp_path))]
+    proc = _start_slow(tmp_path, "eval.py" if command == "eval.py" else "cli", args + ["--json", str(report)], keeping)
+    wait_for(keeping, 240)
     _send(proc, signal.SIGTERM)
     out, err = proc.communicate(timeout=90)
-    assert proc.returncode == 143, err
-    assert "interrupted (SIGTERM)" in one_sentence(err) and not report.exists()
+    assert proc.returncode == 143 and "interrupted (SIGTERM)" in one_sentence(err), err
+    kept = json.loads(report.read_text())
+    assert kept["passed"] is True and len(kept["runs"][0]["cases"]) == len(harness.cases_from_task("tests"))
+
+
+def test_a_report_cut_by_a_signal_mid_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monkeypatch):
+    path = tmp_path / "report.json"
+    path.write_text('{"old": true}')
+
+    def interrupted(fd):
+        raise harness.Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(harness.os, "fsync", interrupted)
+    with pytest.raises(harness.Interrupted):
+        harness.write_whole(path, '{"new": true}')
+    assert path.read_text() == '{"old": true}' and [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_arming_the_signals_clears_an_earlier_commands_ending():
+    """The CLI arms the signals for each command (one process may run several, as the tests do): a signal that
+    ended the last command must not leave the next one deaf to Ctrl-C."""
+    harness._ending = True
+    previous = harness.interrupt_on_signals()
+    try:
+        with pytest.raises(harness.Interrupted):
+            signal.raise_signal(signal.SIGHUP)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        harness._ending = False
+
+
+def test_a_history_locked_by_another_process_is_waited_for_a_bounded_time(tmp_path, monkeypatch):
+    """A run ending on a signal drops the signals after it, so the history's lock must not be waited for
+    without end: past LOCK_WAIT_S it is one sentence, and nothing is written."""
+    path = tmp_path / "h.jsonl"
+    path.write_text("")
+    monkeypatch.setattr(history, "LOCK_WAIT_S", 0.3)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1]); "
+                               "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        start = time.monotonic()
+        with pytest.raises(history.HistoryError, match="stayed locked by another process for 0.3 s"):
+            history.append_entry({"time": "t", "gpu": "g", "outcome": "pass"}, path)
+        assert time.monotonic() - start < 5 and path.read_text() == ""
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_an_interrupted_bench_enters_the_history_with_its_finished_cases_never_ranked(tmp_path, monkeypatch):
@@ -683,7 +734,7 @@ def test_a_judge_cut_in_the_secret_chain_keeps_the_public_score_and_hides_nothin
                            interrupted="SIGTERM")
     assert record["verdict"] == "interrupted" and record["hidden_by"] is None
     assert record["public_s"] == pytest.approx(5e-6)
-    assert "interrupted (SIGTERM) in the secret test stage, after 4 finished cases" in judge.verdict_sentence(record)
+    assert "interrupted (SIGTERM) in the secret test stage, after 4 case results" in judge.verdict_sentence(record)
     entry = history.judge_entry(record)
     assert entry["outcome"] == "interrupted" and entry["geomean_us"] is None
 
