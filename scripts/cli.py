@@ -125,7 +125,7 @@ class Kept:
 
     def where(self, first: str = "") -> str:
         """The places as a phrase, with what failed after them."""
-        places = " and ".join([first, *self.places] if first else self.places) or "nowhere"
+        places = " and ".join(filter(None, (first, *self.places))) or "nowhere"
         return f"{places}; {self.failure}" if self.failure else places
 
 
