@@ -30,12 +30,16 @@ import multiprocessing
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The workspace's record of runs, which scripts/history.py appends to: a report is never written over it.
+# WORKSPACE_HISTORY points it elsewhere (tests, scratch runs).
+HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", HERE / "results" / "history.jsonl"))
 MODES = ("test", "benchmark", "leaderboard", "profile")
 TIMED_MODES = ("benchmark", "leaderboard")
 REP_MS = {"benchmark": 100, "leaderboard": 200, "warmup": 20}
@@ -54,6 +58,7 @@ PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
 SHAPE_FIELDS = REQUIRED_FIELDS[:4]
 SEED_RANGE = (-(2 ** 63), 2 ** 64 - 1)  # what torch.Generator.manual_seed takes
+MAX_ELEMENTS = 2 ** 61  # a tensor's bytes (4 an fp32 element) must fit torch's signed 64-bit count
 FAILED = 112
 BAD_TESTS_FILE = 113
 USAGE = 2
@@ -133,6 +138,57 @@ def interrupt_on_signals() -> dict:
     return {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
+class ReaderGoneStdout:
+    """sys.stdout for a run whose reader may quit (`| head`, a pager closed): the first write that finds the
+    pipe closed points the descriptor at /dev/null and says so once on stderr, so the run goes on and is kept
+    (its --json report, its history line) instead of dying mid-case on BrokenPipeError."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text):
+        if not self.gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self):
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self):
+        self.gone = True
+        try:  # the stream's unwritten bytes, and Python's flush at exit, then go nowhere without an error
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # a stream without a descriptor: its writes are dropped here instead
+            pass
+        print("stdout's reader quit (a pipe or a pager closed); the run goes on unseen and is kept as usual",
+              file=sys.stderr, flush=True)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def stdout_may_close():
+    """sys.stdout as a ReaderGoneStdout while the block runs."""
+    previous = sys.stdout
+    if previous is not None and not isinstance(previous, ReaderGoneStdout):
+        sys.stdout = ReaderGoneStdout(previous)
+    try:
+        yield
+    finally:
+        sys.stdout = previous
+
+
 def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
     return stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
 
@@ -141,19 +197,26 @@ def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
     path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
-    must not be task.yml or one of the inputs given (the submission, the tests file, the history, whether
-    or not it exists yet), nor a Python file: the rename would put the report in its place."""
+    must not be task.yml, the history or one of the inputs given (the submission, the tests file), whether
+    or not it exists yet, nor a Python file, a file git tracks or one in git's own folder: the rename would
+    put the report in its place, and a local run never changes tracked files."""
     path = Path(path)
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
-    for given in (*inputs, HERE / "task.yml"):
-        if given is not None and (path.resolve() == Path(given).resolve()
-                                  or path.exists() and Path(given).exists() and os.path.samefile(path, given)):
-            return f"{flag} {path} is {given}, which this run reads or writes; give the report another name"
+    named = [(given, "which this run reads or writes") for given in inputs if given is not None]
+    named += [(HERE / "task.yml", "the task's contract"), (HISTORY, "the workspace's history of runs")]
+    for given, what in named:
+        same_file = path.exists() and Path(given).exists() and os.path.samefile(path, given)
+        if path.resolve() == Path(given).resolve() or same_file:
+            return f"{flag} {path} is {given}, {what}; give the report another name"
     if path.suffix == ".py":
         return f"{flag} {path} names a Python file, and the report is JSON; give a .json name"
+    if ".git" in path.absolute().parts:
+        return f"{flag} {path} is inside git's own folder; give a file outside it"
     if not path.parent.is_dir():
         return f"{flag} {path}: the folder {path.parent} does not exist"
+    if tracked_by_git(path):
+        return f"{flag} {path} is a file git tracks, and a local run never changes tracked files; give another name"
     if path.exists() and not path.is_file():
         return f"{flag} {path} is not a regular file (a device, a pipe or a socket); give a file name"
     if path.exists() and not os.access(path, os.W_OK):
@@ -167,6 +230,16 @@ def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
     return None
 
 
+def tracked_by_git(path: Path) -> bool:
+    """Whether git tracks path in the repository around it (False where git is missing or there is none)."""
+    try:
+        found = subprocess.run(["git", "ls-files", "--error-unmatch", "--", path.name], cwd=path.parent,
+                               capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found.returncode == 0
+
+
 def write_whole(path: Path, text: str, flag: str = "--json") -> None:
     """Write text to a temporary file beside path, then rename it over path: a reader sees the old file or
     the whole new one, never a part. TaskError, one sentence, where it cannot be written."""
@@ -178,6 +251,7 @@ def write_whole(path: Path, text: str, flag: str = "--json") -> None:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp, file_mode(path))
         os.replace(tmp, path)
     except BaseException as error:  # a signal too: no temporary file is left behind
         if tmp and os.path.exists(tmp):
@@ -185,6 +259,17 @@ def write_whole(path: Path, text: str, flag: str = "--json") -> None:
         if isinstance(error, OSError):
             raise TaskError(f"{flag} {path} could not be written: {error.strerror or error}") from None
         raise
+
+
+def file_mode(path: Path) -> int:
+    """The permissions a file written whole at path gets: the old file's where there is one, else what a plain
+    open() would give under the umask (mkstemp's temporary file is private to its owner)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 # ----------------------------------------------------------------------------- the contract's facts
@@ -257,10 +342,32 @@ def case_label(args: dict) -> str:
 def parse_label(text: str, seed: int = 1234) -> dict:
     """'BxDxSxW' or 'BxDxS' (W defaults to 4) -> generate_input's arguments."""
     parts = text.lower().split("x")
-    if len(parts) not in (3, 4) or not all(_INTEGER.fullmatch(p) for p in parts) or min(map(int, parts)) < 1:
-        raise ValueError(f"shape {text!r} is not BxDxS or BxDxSxW with positive sizes")
+    if len(parts) not in (3, 4) or not all(_INTEGER.fullmatch(p) for p in parts):
+        raise ValueError(f"shape {shown(text)} is not BxDxS or BxDxSxW with positive sizes")
+    if any(len(p.lstrip("+-")) > _LONGEST_INTEGER for p in parts):
+        raise ValueError(f"shape {shown(text)} has a size of more than {_LONGEST_INTEGER} digits")
+    if min(map(int, parts)) < 1:
+        raise ValueError(f"shape {shown(text)} is not BxDxS or BxDxSxW with positive sizes")
     B, D, S, *rest = map(int, parts)
-    return {"B": B, "D": D, "S": S, "W": rest[0] if rest else 4, "seed": seed}
+    args = {"B": B, "D": D, "S": S, "W": rest[0] if rest else 4, "seed": seed}
+    problem = size_problem(args)
+    if problem:
+        raise ValueError(f"shape {shown(text)}: {problem}")
+    return args
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """text quoted for a one-line message, cut to its first `limit` characters where longer."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def size_problem(args: dict) -> str | None:
+    """Why a case's sizes cannot be tensors at all (x of B*D*S or the weight of D*W elements past what torch
+    counts), or None. Sizes merely too big for this machine's memory are the run's to find."""
+    for name, elements in (("x", args["B"] * args["D"] * args["S"]), ("the weight", args["D"] * args["W"])):
+        if elements > MAX_ELEMENTS:
+            return f"{name} would hold {elements:.3g} elements, more than a tensor can ({MAX_ELEMENTS:.3g})"
+    return None
 
 
 def case_fields(args: dict, public_seed: int | None = None) -> dict:
@@ -275,7 +382,8 @@ def combine_seed(seed: int, secret: int) -> int:
 
 
 _FIELD = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*(\S*)\s*")
-_INTEGER = re.compile(r"[+-]?\d+")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LONGEST_INTEGER = 20  # digits: every size and seed that can be used fits; past this int() itself may refuse
 
 
 def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) -> list[Case]:
@@ -284,21 +392,23 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        where = f"invalid test case on line {number} ({line.strip()!r})"
+        where = f"invalid test case on line {number} ({shown(line.strip())})"
         args = {}
         for part in line.split(";"):
             match = _FIELD.fullmatch(part)
             if match is None:
-                raise TaskError(f"{where}: cannot read {part.strip()!r}; fields are 'name: value' separated by ';'")
+                raise TaskError(f"{where}: cannot read {shown(part.strip())}; fields are 'name: value' separated by ';'")
             key, value = match.groups()
             if key in args:
                 raise TaskError(f"{where}: {key} is given twice")
             if value in ("true", "false"):
                 args[key] = value == "true"
+            elif _INTEGER.fullmatch(value) and len(value.lstrip("+-")) > _LONGEST_INTEGER:
+                raise TaskError(f"{where}: {key} has {len(value.lstrip('+-'))} digits, too many for any size or seed")
             elif _INTEGER.fullmatch(value):
                 args[key] = int(value)
             else:
-                raise TaskError(f"{where}: {key} is {value!r}, not an integer")
+                raise TaskError(f"{where}: {key} is {shown(value)}, not an integer")
         missing = [k for k in required if k not in args]
         if missing:
             raise TaskError(f"{where}: it lacks {', '.join(missing)}")
@@ -308,6 +418,8 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
         small = [k for k in SHAPE_FIELDS if k in args and args[k] < 1]
         if small:
             raise TaskError(f"{where}: {', '.join(small)} must be 1 or more (sizes are counts of elements)")
+        if all(k in args for k in SHAPE_FIELDS) and size_problem(args):
+            raise TaskError(f"{where}: {size_problem(args)}")
         public_seed = args.get("seed")
         if secret is not None:
             args["seed"] = combine_seed(args["seed"], secret)
@@ -974,7 +1086,7 @@ def runner_main(opts, fd_text: str) -> int:
     try:
         secret = int(seed_text) if seed_text else None
     except ValueError:
-        print(f"POPCORN_SEED must be an integer, got {seed_text!r}", file=sys.stderr)
+        print(f"POPCORN_SEED must be an integer, got {shown(seed_text)}", file=sys.stderr)
         return BAD_TESTS_FILE
     try:
         cases = read_tests_file(opts.tests_file, secret)
@@ -1004,8 +1116,8 @@ def runner_main(opts, fd_text: str) -> int:
 class HumanReporter:
     """A report a person reads at a glance, printed from the case and run records."""
 
-    def __init__(self, out=sys.stdout):
-        self.out = out
+    def __init__(self, out=None):
+        self.out = out if out is not None else sys.stdout  # the stdout of the run, which may be a ReaderGoneStdout
         self.said = set()
 
     def say(self, text=""):
@@ -1175,6 +1287,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     os.environ["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner: before anything imports helion
+    if importlib.util.find_spec("torch") is None:  # every mode needs it: one sentence, not a traceback mid-run
+        print(f"torch is not installed for {sys.executable}; install the README's requirements (or activate the"
+              f" venv they went into), then run this again", file=sys.stderr)
+        return USAGE
     interrupt_on_signals()
     opts = parser().parse_args(sys.argv[1:] if argv is None else argv)
     fd = os.environ.get("POPCORN_FD")
@@ -1184,7 +1300,10 @@ def main(argv=None) -> int:
         print(error, file=sys.stderr)
         return USAGE
     try:
-        return runner_main(opts, fd) if fd is not None else local_main(opts)
+        if fd is not None:
+            return runner_main(opts, fd)
+        with stdout_may_close():
+            return local_main(opts)
     except KeyboardInterrupt as stop:
         stop = interrupted_of(stop)
         print(f"interrupted ({stop.name}); the worker was ended", file=sys.stderr)

@@ -22,10 +22,15 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as `python scripts/cli.py`: the workspace root, not scripts/, leads the path
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-import click
+try:
+    import click
 
-import eval as harness
-from scripts import HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote, whole_cases
+    import eval as harness
+    from scripts import (HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote,
+                         whole_cases)
+except ImportError as missing:  # a Python without the README's requirements: one sentence, not a traceback
+    sys.exit(f"{missing.name or missing} is not installed for {sys.executable}; install the README's requirements"
+             f" (or activate the venv they went into), then run this again")
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
 FILE = click.argument("file", required=False, default=SUBMISSION,
@@ -179,9 +184,13 @@ class Loop(click.Group):
     def invoke(self, ctx):
         previous = harness.interrupt_on_signals()  # SIGTERM and SIGHUP too: each command's `finally` ends its children
         try:
-            return super().invoke(ctx)
+            with harness.stdout_may_close():
+                return super().invoke(ctx)
         except (harness.TaskError, history.HistoryError, remote.RemoteError) as error:
             raise click.ClickException(str(error)) from None
+        except ModuleNotFoundError as missing:  # the tools import torch, triton and helion where a command needs them
+            raise click.ClickException(f"{missing.name} is not installed for {sys.executable}; install the README's"
+                                       f" requirements (or activate the venv they went into), then run this again")
         except KeyboardInterrupt as stop:
             stop = harness.interrupted_of(stop)
             click.echo(f"interrupted ({stop.name}); the processes this command started were ended", err=True)

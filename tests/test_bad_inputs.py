@@ -300,8 +300,7 @@ def test_an_output_that_is_no_real_float_fails_with_its_dtype_named(make):
 
 @pytest.mark.parametrize("command,target", [(command, target) for command in ("eval", "cli")
                                             for target in ("submission", "tests file", "history", "another .py",
-                                                           "history not yet made")
-                                            if command == "cli" or "history" not in target])  # eval keeps no history
+                                                           "history not yet made")])
 def test_json_onto_an_input_of_the_run_or_a_python_file_is_refused_and_the_file_kept(tmp_path, command, target):
     """--json used to rename its report over whatever it named: the submission itself, the history."""
     sub = candidate(tmp_path)
@@ -332,8 +331,99 @@ def test_json_onto_task_yml_is_refused_and_it_is_kept(task_copy, command):
     proc = subprocess.run([sys.executable, *command, "--json", str(task_copy / "task.yml")], cwd=task_copy,
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "WORKSPACE_HISTORY": str(task_copy / "h.jsonl")})
-    assert proc.returncode not in (0, None) and "which this run reads or writes" in proc.stderr, proc.stderr
+    assert proc.returncode not in (0, None) and "the task's contract" in proc.stderr, proc.stderr
     assert (task_copy / "task.yml").read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [["scripts/cli.py", "test"], ["eval.py", "test"]])
+@pytest.mark.parametrize("target", ["a tracked file", "a tracked file deleted from the tree", "git's own folder"])
+def test_json_onto_a_file_git_tracks_or_into_git_is_refused(task_copy, command, target):
+    """A local run never changes tracked files: --json README.md used to replace it, --json .git/HEAD broke the
+    repository. The copy is made a repository of its own, so a failure spoils nothing here."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    (task_copy / "NOTES.md").write_text("tracked\n")
+    subprocess.run([*git, "init", "-q"], cwd=task_copy, check=True)
+    subprocess.run([*git, "add", "NOTES.md"], cwd=task_copy, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=task_copy, check=True)
+    named = {"a tracked file": task_copy / "NOTES.md", "a tracked file deleted from the tree": task_copy / "NOTES.md",
+             "git's own folder": task_copy / ".git" / "HEAD"}[target]
+    if target == "a tracked file deleted from the tree":
+        named.unlink()
+    before = named.read_bytes() if named.exists() else None
+    proc = subprocess.run([sys.executable, *command, "--json", str(named)], cwd=task_copy, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "WORKSPACE_HISTORY": str(task_copy / "h.jsonl")})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode not in (0, None) and "nothing was run" in sentence
+    assert ("git's own folder" if target == "git's own folder" else "a file git tracks") in sentence
+    assert (named.read_bytes() if named.exists() else None) == before
+
+
+@pytest.mark.parametrize("command", ["eval", "cli"])
+def test_a_reader_that_quits_leaves_the_run_going_and_its_report_kept(tmp_path, command):
+    """`... | head -1`: the first write after the reader quit used to end the run on a BrokenPipeError (eval.py
+    with a traceback, the CLI with exit 1 and nothing said), and the --json report was never written."""
+    tests_file = tmp_path / "two.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\nB: 1; D: 4; S: 32; W: 4; seed: 2\n")
+    report = tmp_path / "r.json"
+    args = (["eval.py", "test", str(tests_file), "--json", str(report)] if command == "eval" else
+            ["scripts/cli.py", "test", "--tests-file", str(tests_file), "--json", str(report)])
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TRITON_INTERPRET": "1", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader quits after one line, as `head -1` does
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=600) == 0, stderr
+    assert "Traceback" not in stderr and "stdout's reader quit" in stderr, stderr
+    kept = json.loads(report.read_text())
+    assert kept["passed"] and len(kept["runs"][0]["cases"]) == 2
+
+
+@pytest.mark.parametrize("line,message", [
+    ("B: 1; D: 8; S: 99999999999999999999999; W: 4; seed: 1", "S has 23 digits, too many"),
+    ("B: 1; D: 8; S: 9999999999999999999; W: 4; seed: 1", "x would hold 8e+19 elements, more than a tensor can"),
+    ("B: 1; D: 100000000000000000; S: 1; W: 99; seed: 1", "the weight would hold 9.9e+18 elements"),
+    ("B: 1; D: 8; S: 16; W: 4; seed: " + "9" * 5000, "seed has 5000 digits, too many"),
+])
+def test_sizes_no_tensor_can_hold_are_one_sentence_naming_the_line(line, message):
+    """They used to pass the parse and fail in the case with a C++ stack of 22 frames (or int()'s own error)."""
+    with pytest.raises(harness.TaskError, match=re.escape(message)) as caught:
+        harness.parse_tests(line)
+    assert len(str(caught.value)) < 300  # the line is quoted cut short, not whole
+
+
+@pytest.mark.parametrize("label,message", [
+    ("1x2x99999999999999999999999", "has a size of more than 20 digits"),
+    ("1x8x9999999999999999999", "x would hold 8e+19 elements"),
+    ("1x2x" + "9" * 5000, "has a size of more than 20 digits"),
+    ("1x2x\u0663", "is not BxDxS or BxDxSxW"),  # an Arabic-Indic three: only ASCII digits are sizes
+])
+def test_shapes_no_tensor_can_hold_are_refused(label, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        harness.parse_label(label)
+    proc = run_cli(["compare", "--shapes", label], {})
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["eval.py", "test"], ["scripts/cli.py", "test"]])
+def test_a_python_without_torch_is_one_sentence(command):
+    """-S leaves site-packages out, so torch cannot be imported: the run used to end in a traceback."""
+    proc = subprocess.run([sys.executable, "-S", *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode not in (0, None) and "is not installed for" in sentence
+
+
+def test_a_report_written_whole_keeps_the_old_files_permissions_or_takes_the_umasks(tmp_path):
+    """mkstemp's temporary file is 0600, so every report (and the Helion file helion-tune rewrites) became private."""
+    fresh, old = tmp_path / "fresh.json", tmp_path / "old.json"
+    old.write_text("{}")
+    old.chmod(0o640)
+    umask = os.umask(0o022)
+    try:
+        harness.write_whole(fresh, "{}")
+        harness.write_whole(old, "{}")
+    finally:
+        os.umask(umask)
+    assert (fresh.stat().st_mode & 0o777, old.stat().st_mode & 0o777) == (0o644, 0o640)
 
 
 @pytest.mark.parametrize("command", ["bench", "judge"])
