@@ -38,8 +38,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # The workspace's record of runs, which scripts/history.py appends to: a report is never written over it.
-# WORKSPACE_HISTORY points it elsewhere (tests, scratch runs).
-HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", HERE / "results" / "history.jsonl"))
+# WORKSPACE_HISTORY points it elsewhere (tests, scratch runs); a blank one names no file ('.', which every
+# reader and writer refuses), never a file named by its spaces.
+_HISTORY_SETTING = os.environ.get("WORKSPACE_HISTORY")
+HISTORY = (HERE / "results" / "history.jsonl" if _HISTORY_SETTING is None
+           else Path(_HISTORY_SETTING.strip() and _HISTORY_SETTING))
 MODES = ("test", "benchmark", "leaderboard", "profile")
 TIMED_MODES = ("benchmark", "leaderboard")
 REP_MS = {"benchmark": 100, "leaderboard": 200, "warmup": 20}

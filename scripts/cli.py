@@ -643,10 +643,10 @@ class SubmissionId(click.ParamType):
     name = "ID"
 
     def convert(self, value, param, ctx):
-        text = str(value).strip()
-        if not text.isdigit() or int(text) < 1:
-            self.fail(f"{value!r} is not a submission id: an id is a positive integer", param, ctx)
-        return int(text)
+        number = remote.decimal_id(value)
+        if number is None or number < 1:
+            self.fail(f"{harness.shown(str(value))} is not a submission id: an id is a positive integer", param, ctx)
+        return number
 
 
 @remote_group.command(name="show", context_settings={"ignore_unknown_options": True})

@@ -27,13 +27,13 @@ an unknown GPU, no copies, no calibration for this card) are named, never filled
 """
 import datetime
 import json
-import math
 import os
 import re
 from pathlib import Path
 
 import eval as harness
 from scripts import history, leaderboard, remote
+from scripts.times import NOT_A_TIME, quoted, time_us
 
 FIGURES = Path(__file__).with_name("estimate_figures.json")
 BOARD_ENTRY = re.compile(r"board(\d+)(?:[_-]|$)")  # a compare row named boardK or boardK_* is board entry #K
@@ -53,10 +53,12 @@ def load_figures(path: Path = FIGURES) -> dict:
 
 
 def read_record(path: Path) -> dict:
-    """A compare.json, checked for what the estimate reads: device, cases and impls with per-case times."""
+    """A compare.json, checked for what the estimate reads: device, cases and impls with per-case times and
+    geomeans, each a time (times.time_us) or null: a 400-digit integer, Infinity or 1e-300 is refused here,
+    before it overflows or reads 0.00 us at rank 1."""
     try:
         record = json.loads(Path(path).read_bytes().decode("utf-8", "replace"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested past Python's limit
         raise EstimateError(f"{path} is not a readable JSON file: {error}") from None
     if not isinstance(record, dict) or not isinstance(record.get("impls"), dict) or not isinstance(
             record.get("cases"), list):
@@ -64,15 +66,10 @@ def read_record(path: Path) -> dict:
     for name, row in record["impls"].items():
         if not isinstance(row, dict) or not isinstance(row.get("per_case_us", {}), dict):
             raise EstimateError(f"{path}: the row {name!r} is not a compare row (no per_case_us object)")
-        for case, us in row.get("per_case_us", {}).items():
-            if us is not None and (isinstance(us, bool) or not isinstance(us, (int, float))
-                                   or not math.isfinite(us) or us < MIN_TIME_US):
-                raise EstimateError(f"{path}: the row {name!r} gives {case} {us!r} us, not a time (a finite number"
-                                    f" of microseconds of at least {MIN_TIME_US})")
+        for case, us in [*row.get("per_case_us", {}).items(), ("its geomean", row.get("geomean_us"))]:
+            if us is not None and time_us(us) is None:
+                raise EstimateError(f"{path}: the row {name!r} gives {case} {quoted(us)} us, {NOT_A_TIME}")
     return record
-
-
-MIN_TIME_US = 1e-3  # a nanosecond: no kernel launch is shorter, and a smaller time divides into nonsense
 
 
 def leaderboard_cases() -> list[str]:
@@ -104,12 +101,8 @@ def case_bytes(case: str) -> int:
     return 8 * args["B"] * args["D"] * args["S"]
 
 
-def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
-
-
 def _times(row: dict) -> dict:
-    return {case: _number(us) for case, us in (row.get("per_case_us") or {}).items() if _number(us)}
+    return {case: time_us(us) for case, us in (row.get("per_case_us") or {}).items() if time_us(us)}
 
 
 def floor_of(record: dict) -> dict:
@@ -123,13 +116,20 @@ def floor_of(record: dict) -> dict:
 
 
 def fit_floor(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """(fixed us, bytes per us) of t = fixed + bytes / bandwidth, least squares in relative error."""
+    """(fixed us, bytes per us) of t = fixed + bytes / bandwidth, least squares in relative error. EstimateError
+    where the fit is no copy's, its bandwidth or its fixed time not positive (times that shrink as the bytes
+    grow, or grow faster than in proportion): scaled to the B200 it printed '-5972.49 TB/s'."""
     w = [1 / t ** 2 for _, t in points]
     sw, sx, sy = sum(w), sum(wi * x for wi, (x, _) in zip(w, points)), sum(wi * t for wi, (_, t) in zip(w, points))
     sxx = sum(wi * x * x for wi, (x, _) in zip(w, points))
     sxy = sum(wi * x * t for wi, (x, t) in zip(w, points))
     slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx)
-    return (sy - slope * sx) / sw, 1 / slope
+    fixed_us = (sy - slope * sx) / sw
+    if not (slope > 0 and fixed_us > 0):
+        bandwidth = f"{1 / slope / 1e6:.2f} TB/s" if slope else "an infinite bandwidth"
+        raise EstimateError(f"the floor's fit gives {fixed_us:.2f} us + bytes / {bandwidth}, not both positive, so the"
+                            " copies' times are no fixed cost plus bytes at a bandwidth")
+    return fixed_us, 1 / slope
 
 
 def estimable(row: dict) -> bool:
@@ -163,7 +163,11 @@ def bandwidth_model(record: dict, figures: dict, cases: list[str]) -> dict:
         out["missing"].append("the run's cases all move the same bytes, so bandwidth and fixed time cannot be told apart")
     if out["missing"]:
         return out
-    fixed_us, bytes_per_us = fit_floor([(case_bytes(c), floor[c]) for c in cases + large])
+    try:
+        fixed_us, bytes_per_us = fit_floor([(case_bytes(c), floor[c]) for c in cases + large])
+    except EstimateError as error:
+        out["missing"].append(str(error))
+        return out
     local, b200 = figures["gpus"][card], figures["gpus"][card_of(figures["target"], figures)]
     scales = {"HBM ratio": b200["hbm_tb_s"] / local["hbm_tb_s"], "SM ratio": b200["sms"] / local["sms"]}
     low_scale, high_scale = max(scales.values()), min(scales.values())
@@ -181,7 +185,7 @@ def bandwidth_model(record: dict, figures: dict, cases: list[str]) -> dict:
         if ratios is not None:
             out["impls"][name] = tuple(harness.geomean([ratios[c] * b200_floor[c][end] for c in cases])
                                        for end in (0, 1))
-        elif _number(row.get("geomean_us")):
+        elif time_us(row.get("geomean_us")):
             ratio = row["geomean_us"] / floor_geo
             out["impls"][name] = tuple(ratio * end for end in out["b200_floor_us"])
     return out
@@ -194,7 +198,7 @@ def calibration(record: dict, figures: dict) -> dict:
     ratios = {}
     for name, row in record["impls"].items():
         match = BOARD_ENTRY.match(name)
-        if match and match.group(1) in board and estimable(row) and _number(row.get("geomean_us")):
+        if match and match.group(1) in board and estimable(row) and time_us(row.get("geomean_us")):
             ratios[f"#{match.group(1)} ({name})"] = board[match.group(1)] / row["geomean_us"]
     if ratios:
         out["source"] = "board entries in this run"
@@ -210,7 +214,7 @@ def calibration(record: dict, figures: dict) -> dict:
     out["ratios"] = ratios
     out["ends"] = (f"entry {min(ratios, key=ratios.get)}", f"entry {max(ratios, key=ratios.get)}")
     for name, row in record["impls"].items():
-        if estimable(row) and _number(row.get("geomean_us")):
+        if estimable(row) and time_us(row.get("geomean_us")):
             out["impls"][name] = (row["geomean_us"] * min(ratios.values()), row["geomean_us"] * max(ratios.values()))
     return out
 

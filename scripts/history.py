@@ -8,7 +8,6 @@ import datetime
 import fcntl
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -17,12 +16,22 @@ from pathlib import Path
 
 import eval as harness
 from scripts import ROOT
-from scripts.times import utc_time
+from scripts.times import NOT_A_TIME, quoted, time_us, utc_time
 
-# WORKSPACE_HISTORY points elsewhere (tests, scratch runs) without touching the real record.
-HISTORY = Path(os.environ.get("WORKSPACE_HISTORY", ROOT / "results" / "history.jsonl"))
+RESULTS = ROOT / "results"
+HISTORY = harness.HISTORY  # eval.py holds the path (WORKSPACE_HISTORY, else results/history.jsonl)
+
+
+def remote_folder(history: Path) -> Path:
+    """The folder popcorn's raw answers go to: results/remote/ (user data git ignores), or beside a history that
+    lies outside the workspace; never into the tree beside an in-tree history (an empty WORKSPACE_HISTORY, the
+    folder '.', put them in ./remote)."""
+    beside = history.parent.resolve() / "remote"
+    return beside if history.name and not beside.is_relative_to(ROOT) else RESULTS / "remote"
+
+
+REMOTE = remote_folder(HISTORY)
 LOCK_WAIT_S = 10.0
-REMOTE = HISTORY.parent / "remote"  # popcorn's saved output, one file a submit, beside the history it belongs to
 NUMBER = (int, float)
 # field -> the types a readable entry may hold there (None: the field may be absent or null)
 FIELDS = {"time": (str,), "gpu": (str,), "geomean_us": NUMBER + (type(None),), "outcome": (str,),
@@ -165,12 +174,12 @@ def locked(path: Path | None = None):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as error:
-        raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
+        raise _refused(path, "written", error) from None
     try:
         _lock(fd, path)
         yield fd
     except OSError as error:  # a write under the lock that fails (a full disk) is the history's error too
-        raise HistoryError(f"the history {path} cannot be written: {error.strerror or error}") from None
+        raise _refused(path, "written", error) from None
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 
@@ -236,17 +245,17 @@ def problem(entry) -> str | None:
     for key, types in FIELDS.items():
         value = entry.get(key)
         if key in entry and (not isinstance(value, types) or isinstance(value, bool)):
-            return f"{key} is {type(value).__name__} {value!r}"
+            return f"{key} is {type(value).__name__} {quoted(value)}"
     if utc_time(entry["time"]) is None:
-        return f"time {entry['time']!r} is not an ISO date"
+        return f"time {quoted(entry['time'])} is not an ISO date in the years 1-9999"
     if not isinstance(entry.get("timed_cases", []), list):
         return f"timed_cases is {type(entry['timed_cases']).__name__}"
     geomean = entry.get("geomean_us")
-    if geomean is not None and not (math.isfinite(geomean) and geomean > 0):
-        return f"geomean_us is {geomean!r}, not a finite positive number of microseconds"
+    if geomean is not None and time_us(geomean) is None:
+        return f"geomean_us is {quoted(geomean)}, {NOT_A_TIME}"
     for key in ("score_us", "per_case_us"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
-            return f"{key} is {type(entry[key]).__name__} {entry[key]!r}"
+            return f"{key} is {type(entry[key]).__name__} {quoted(entry[key])}"
     runs = entry.get("runs")
     if not isinstance(runs, (list, type(None))):
         return f"runs is {type(runs).__name__}"
@@ -254,9 +263,8 @@ def problem(entry) -> str | None:
         if not isinstance(run, dict):
             return "a run is not an object"
         score = run.get("score_us")
-        if score is not None and (not isinstance(score, NUMBER) or isinstance(score, bool)
-                                  or not math.isfinite(score) or score <= 0):
-            return f"a run's score_us is {type(score).__name__} {score!r}, not a finite positive number"
+        if score is not None and time_us(score) is None:
+            return f"a run's score_us is {type(score).__name__} {quoted(score)}, {NOT_A_TIME}"
     return None
 
 
@@ -268,7 +276,7 @@ def read_entries(path: Path | None = None, warn=lambda msg: print(msg, file=sys.
     try:
         text = path.read_bytes().decode("utf-8", "replace")
     except OSError as error:
-        raise HistoryError(f"the history {path} cannot be read: {error.strerror or error}") from None
+        raise _refused(path, "read", error) from None
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -296,6 +304,13 @@ LOCAL_RANKED = "judge"  # a local run of the runner's whole chain (cli.py judge)
 
 class HistoryError(Exception):
     """The history file cannot be read or written; the message is one sentence."""
+
+
+def _refused(path: Path, doing: str, error: OSError) -> HistoryError:
+    """The history's sentence for an OSError; for a folder (a blank WORKSPACE_HISTORY is '.') it says what the
+    setting names."""
+    named = " (WORKSPACE_HISTORY names the history file, not a folder)" if os.path.isdir(path) else ""
+    return HistoryError(f"the history {path} cannot be {doing}: {error.strerror or error}{named}")
 
 
 def kind_of(entry: dict) -> str:

@@ -9,21 +9,24 @@ Nothing is guessed: output with nothing to read is recorded as "no score found".
 import datetime
 import http.client
 import json
-import math
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from scripts.times import utc_time
+from scripts.times import number, quoted, time_us, utc_time
 
 S_TO_US = 1e6
 _SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): (\S+) s\s*$", re.MULTILINE)
-_ID_FIELD = re.compile(r'"submission_id"\s*:\s*(\d+)')
-_ACCEPTED = re.compile(r"Submission (\d+) accepted\.?(?: (\S+) GPU queue: (\d+) queued job)?")
-_FAILED = re.compile(r"Submission (\d+) (failed|timed_out|hacked): (.*)")
-_OLD_MEAN = re.compile(r"⏱\s*([\d.]+)\s*±\s*([\d.]+)\s*(ns|µs|us|ms|s)\b")
+# Ids are ASCII digits ([0-9]: \d and str.isdigit() take '٣' and '²'), read by decimal_id; times are any word
+# in their place, read by times.number, so '1.2.3 µs' is an invalid time, never skipped unseen.
+_ID_FIELD = re.compile(r'"submission_id"\s*:\s*([0-9]+)(?!\w)')
+_ACCEPTED = re.compile(r"Submission ([0-9]+) accepted\.?(?: (\S+) GPU queue: ([0-9]+) queued job)?")
+_FAILED = re.compile(r"Submission ([0-9]+) (failed|timed_out|hacked): (.*)")
+_OLD_MEAN = re.compile(r"⏱\s*(\S+?)\s*±\s*(\S+?)\s*(ns|µs|us|ms|s)\b")
+MAX_ID = 2 ** 63 - 1  # the server's ids are bigints
+_DECIMAL_ID = re.compile(r"[0-9]{1,19}")
 _UNIT_US = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
 # Newer releases: a row per case before the JSON (✅/❌ SPEC, `> ERROR` under a failed test; a
 # benchmark's spec, then `⏱ MEAN ± ERR UNIT`), and a diagnostics block when a public run failed.
@@ -32,7 +35,7 @@ _CASE_ERROR = re.compile(r"^\s*>\s*(.+?)\s*$")
 _SPEC = re.compile(r"^\s*(B:\s*\d+;.*?)\s*$")
 _DIAGNOSTICS = re.compile(r"^Failure diagnostics \((\S+) on (\S+)\):", re.MULTILINE)
 # The server's refusals, as popcorn relays them: `Server returned status CODE: BODY`.
-_HTTP_REFUSAL = re.compile(r"(?:Server returned status|HTTP(?: status)?|status code)\s*:?\s*(\d{3})\s*[:-]?\s*(.*)",
+_HTTP_REFUSAL = re.compile(r"(?:Server returned status|HTTP(?: status)?|status code)\s*:?\s*([0-9]{3})\s*[:-]?\s*(.*)",
                            re.IGNORECASE)
 REFUSALS = {400: "the server refused the submission (HTTP 400)", 403: "the leaderboard is closed to this account (HTTP 403)",
             413: "the file is over the server's 1 MB limit (HTTP 413)", 429: "the server's hourly quota is spent (HTTP 429)",
@@ -47,22 +50,25 @@ def _summary_json(text: str):
     for match in re.finditer(r"^\{", text, re.MULTILINE):
         try:
             value, _ = json.JSONDecoder().raw_decode(text[match.start():])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested past Python's limit
             continue
         if isinstance(value, dict) and "runs" in value:
             return value
     return None
 
 
+def decimal_id(value) -> int | None:
+    """A submission id (or another count the server gives) from an int or ASCII digits, at most MAX_ID; None for
+    anything else. Never int() on text str.isdigit() takes ('²' raises) or on more than 4,300 digits (refused)."""
+    if isinstance(value, str):
+        value = int(value.strip()) if _DECIMAL_ID.fullmatch(value.strip()) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ID else None
+
+
 def _seconds(score) -> float | None:
-    """A time in seconds as popcorn or the server gives it: a finite number of 0 or more, else None."""
-    if isinstance(score, bool) or not isinstance(score, (int, float, str)):
-        return None
-    try:
-        value = float(score)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
+    """A time in seconds as popcorn or the server gives it: a finite number of 0 or more (times.number), else None."""
+    value = number(score)
+    return value if value is not None and value >= 0 else None
 
 
 def _truncated_summary(text: str) -> bool:
@@ -71,20 +77,20 @@ def _truncated_summary(text: str) -> bool:
 
 
 def _score_us(score):
-    """Seconds -> microseconds; None for anything that is not a finite positive number (never a made-up score:
-    nan, inf, a negative or a zero time is no score)."""
+    """Seconds -> microseconds; None for anything that is not a time (times.time_us: never a made-up score,
+    nan, inf, a negative, a zero or a 1e-300 time is no score)."""
     value = _seconds(score)
-    return value * S_TO_US if value and math.isfinite(value * S_TO_US) else None
+    return None if value is None else time_us(value * S_TO_US)
 
 
-def _summary_id(value) -> int | None:
-    """A summary's submission_id as the history stores it (an int), from an int or a string of digits;
-    None for anything else, so the id read from popcorn's text stands."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
+def _timed_us(mean: str, err: str, unit: str) -> tuple[float, float] | None:
+    """A benchmark's `MEAN ± ERR UNIT` as (mean, err) in microseconds; None where MEAN is no time or ERR no
+    number of 0 or more."""
+    scale, mean_value, err_value = _UNIT_US[unit], number(mean), _seconds(err)
+    if mean_value is None or err_value is None:
+        return None
+    mean_us = time_us(mean_value * scale)
+    return None if mean_us is None else (mean_us, err_value * scale)
 
 
 def _summary_text(value) -> str | None:
@@ -111,12 +117,12 @@ def refusal(text: str) -> dict | None:
             what = "the leaderboard's deadline has passed (HTTP 400)"
         if code == 500 and "stream" in body.lower():
             what = "the server refused code that contains the word 'stream' (HTTP 500)"
-        wait = re.search(r"[Tt]ry again in (\d+(?:\.\d+)?)\s*s", body)
+        wait = re.search(r"[Tt]ry again in ([0-9]+(?:\.[0-9]+)?)\s*s", body)
+        wait_s = number(wait[1]) if wait else None  # None for 400 digits: no wait of inf s
         sentence = f"{what}: {body.rstrip('.')}" if body else what
-        if wait:
-            sentence += f" (wait {float(wait[1]):.0f} s before the next try)"
-        return {"code": code, "sentence": sentence.rstrip(".") + ".", "server": body,
-                "wait_s": float(wait[1]) if wait else None}
+        if wait_s is not None:
+            sentence += f" (wait {wait_s:.0f} s before the next try)"
+        return {"code": code, "sentence": sentence.rstrip(".") + ".", "server": body, "wait_s": wait_s}
     return None
 
 
@@ -125,7 +131,7 @@ def _server_message(body: str) -> str:
     body = body.strip()
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a body nested past Python's limit
         return body
     if isinstance(value, dict):
         return str(value.get("detail") or value.get("message") or value.get("error") or body)
@@ -147,8 +153,9 @@ def parse_case_rows(text: str) -> list[dict]:
             continue
         timed = _OLD_MEAN.search(line)
         if timed and spec is not None:
-            unit = _UNIT_US[timed[3]]
-            cases.append({"spec": spec, "mean_us": float(timed[1]) * unit, "err_us": float(timed[2]) * unit})
+            read = _timed_us(*timed.groups())  # an unreadable time is no row: parse_submit_output names it
+            if read is not None:
+                cases.append({"spec": spec, "mean_us": read[0], "err_us": read[1]})
             spec = None
             continue
         match = _SPEC.match(line)
@@ -162,15 +169,16 @@ def parse_submit_output(text: str) -> dict:
     status: "done", "failed" / "timed_out" / "hacked" (the job's), "refused" (an HTTP refusal before
     anything ran), "unranked" (a ranked submit that earned no score), or "no score found".
     """
+    ids = {decimal_id(found) for found in _ID_FIELD.findall(text)} - {None}
     record = {"submission_id": None, "status": "no score found", "message": "", "runs": [], "scores": [],
-              "invalid_scores": [], "ids_found": sorted({int(i) for i in _ID_FIELD.findall(text)}),
+              "invalid_scores": [], "ids_found": sorted(ids),
               "benchmark_means_us": [], "tests_passed": None, "tests_failed": None, "format": None,
               "queue": None, "cases": [], "job": None, "diagnostics": None, "refusal": None}
     accepted = _ACCEPTED.search(text)
     if accepted:
-        record["submission_id"] = int(accepted[1])
+        record["submission_id"] = decimal_id(accepted[1])
         if accepted[2]:
-            record["queue"] = {"runner": accepted[2], "queued": int(accepted[3])}
+            record["queue"] = {"runner": accepted[2], "queued": decimal_id(accepted[3])}
     found = _SCORE.findall(text)
     record["scores"] = [{"secret": kind == "secret", "runner": runner, "score_us": _score_us(value)}
                         for kind, runner, value in found if _score_us(value) is not None]
@@ -180,7 +188,7 @@ def parse_submit_output(text: str) -> dict:
     summary = _summary_json(text)
     if summary is not None:
         record["format"] = "1.3" if "job" not in summary else "1.3 with job"
-        summary_id = _summary_id(summary.get("submission_id"))
+        summary_id = decimal_id(summary.get("submission_id"))  # None: the id read from popcorn's text stands
         record["submission_id"] = record["submission_id"] if summary_id is None else summary_id
         record["leaderboard"] = _summary_text(summary.get("leaderboard"))
         runs = summary.get("runs") if isinstance(summary.get("runs"), list) else []
@@ -188,12 +196,16 @@ def parse_submit_output(text: str) -> dict:
                            "runner": _summary_text(run.get("runner")), "passed": _summary_flag(run.get("passed")),
                            "score_us": _score_us(run.get("score"))}
                           for run in runs if isinstance(run, dict)]
-        record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {run.get('score')!r}" for run in runs
+        record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {quoted(run.get('score'))}"
+                                     for run in runs
                                      if isinstance(run, dict) and run.get("score") is not None
                                      and _score_us(run.get("score")) is None]
         if isinstance(summary.get("job"), dict):
             record["job"] = {"status": summary["job"].get("status"), "error": summary["job"].get("error")}
-    means = [float(mean) * _UNIT_US[unit] for mean, _, unit in _OLD_MEAN.findall(text)]
+    timed = [(found, _timed_us(*found)) for found in _OLD_MEAN.findall(text)]
+    means = [read[0] for _, read in timed if read is not None]
+    record["invalid_scores"] += [f"benchmark time {quoted(f'{mean} ± {err} {unit}')}" for (mean, err, unit), read
+                                 in timed if read is None]
     if means and summary is None:
         record["format"] = "text report"
         record["benchmark_means_us"] = means
@@ -209,7 +221,8 @@ def parse_submit_output(text: str) -> dict:
     unranked = _UNRANKED.search(text)
     job_failed = record["job"] and record["job"]["status"] not in (None, "succeeded", "done", "completed")
     if failure:
-        record["submission_id"] = int(failure[1])
+        failed_id = decimal_id(failure[1])
+        record["submission_id"] = record["submission_id"] if failed_id is None else failed_id
         record["status"], record["message"] = failure[2], failure[3].strip()
     elif refused:
         record["status"], record["message"], record["refusal"] = "refused", refused["sentence"], refused
@@ -255,9 +268,9 @@ def parse_list(text: str, warn=lambda message: None) -> list[dict]:
         if not line.strip() or line.startswith(("ID ", "---")) or set(line.strip()) <= {"-"}:
             continue
         row = {name: line[a:b].strip() for name, (a, b) in _LIST_COLUMNS.items()}
-        score = row["score_text"]
+        score, submission_id = row["score_text"], decimal_id(row["submission_id"])
         problems = [why for why, bad in (
-            ("its ID column is not a number", not row["submission_id"].isdigit()),
+            ("its ID column is not a number", submission_id is None),
             ("its time column is not a date", not _is_time(row["time"])),
             ("its status column is not a status", row["status"] not in _LIST_STATUSES),
             ("its score column is not a score", score not in ("", "-", "not ranked") and _seconds(score) is None),
@@ -265,7 +278,7 @@ def parse_list(text: str, warn=lambda message: None) -> list[dict]:
         if problems:
             warn(f"line {number} of popcorn's list is not a row ({problems[0]}): {line.strip()[:80]}")
             continue
-        row["submission_id"] = int(row["submission_id"])
+        row["submission_id"] = submission_id
         row["gpu"] = None if row["gpu"] in ("", "-") else row["gpu"]
         row["score_us"] = _score_us(score) or None
         rows.append(row)
@@ -282,15 +295,17 @@ _RUN = re.compile(r"^\s*- (\S+) on (\S+): (passed|failed) \(score: ([^)]*)\)( \[
 def parse_show(text: str) -> dict:
     """`submissions show ID`'s page -> {submission_id, leaderboard, file_name, time, status, runs}."""
     record = {"runs": []}
-    head = re.search(r"^Submission #(\d+)", text, re.MULTILINE)
+    head = re.search(r"^Submission #(\S*)", text, re.MULTILINE)
     if head is None:
         raise ValueError("this is not a `submissions show` page: no 'Submission #ID' line")
-    record["submission_id"] = int(head[1])
+    record["submission_id"] = decimal_id(head[1])
+    if record["submission_id"] is None:
+        raise ValueError(f"the page's 'Submission #' line gives {quoted(head[1])}, which is not a submission id")
     fields = {"Leaderboard": "leaderboard", "File": "file_name", "Submitted": "time", "Status": "status"}
     for key, name in fields.items():
         match = re.search(rf"^{key}:\s+(.*)$", text, re.MULTILINE)
         if match:
-            record[name] = re.sub(r" \(id: \d+\)$", "", match[1].strip())
+            record[name] = re.sub(r" \(id: [0-9]+\)$", "", match[1].strip())
     code_at = text.find("\nCode:")
     for line in (text[:code_at] if code_at >= 0 else text).splitlines():
         run = _RUN.match(line)
@@ -317,7 +332,7 @@ def popcorn_settings(environ, home: Path) -> tuple[str | None, str | None]:
 
         try:
             data = yaml.safe_load(config.read_bytes().decode("utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as error:  # nested past Python's limit
             raise RemoteError(f"{config} cannot be read as YAML ({type(error).__name__}); popcorn-cli register"
                               " writes it anew") from None
         cli_id = data.get("cli_id") if isinstance(data, dict) else None
@@ -329,11 +344,22 @@ def popcorn_settings(environ, home: Path) -> tuple[str | None, str | None]:
     return environ.get("POPCORN_API_URL"), cli_id
 
 
+def _check_url(api_url: str) -> None:
+    """RemoteError naming POPCORN_API_URL where it is no http(s) URL to ask, checked before any request parses
+    it: urlparse raises on an unclosed '[', its .port on a port that is no number in 0-65535, and a control
+    character would break the request (and the sentence) later."""
+    try:
+        parsed = urllib.parse.urlparse(api_url or "")
+        usable = parsed.scheme in ("http", "https") and bool(parsed.hostname) and parsed.port != 0
+    except ValueError as error:
+        raise RemoteError(f"POPCORN_API_URL={quoted(api_url)} is not an http(s) URL ({error}).") from None
+    if not usable or not api_url.isprintable():
+        raise RemoteError(f"POPCORN_API_URL={quoted(api_url)} is not an http(s) URL.")
+
+
 def _get_json(api_url: str, path: str, cli_id: str | None, timeout: float, what: str):
     """GET {api_url}{path} as popcorn would (its cli_id header); the decoded JSON, or RemoteError."""
-    parsed = urllib.parse.urlparse(api_url or "")
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise RemoteError(f"POPCORN_API_URL={api_url!r} is not an http(s) URL.")
+    _check_url(api_url)
     request = urllib.request.Request(api_url.rstrip("/") + path, headers={"X-Popcorn-Cli-Id": cli_id} if cli_id else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:

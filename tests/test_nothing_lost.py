@@ -811,7 +811,8 @@ def test_judge_applies_the_servers_file_rules_as_submit_does(tmp_path, bad):
     assert not (tmp_path / "h.jsonl").exists()
 
 
-@pytest.mark.parametrize("value", ["-1", "0", "abc", "1.5", "-0", "1e3"])
+@pytest.mark.parametrize("value", ["-1", "0", "abc", "1.5", "-0", "1e3",
+                                   "\u00b2", "12\u00b2", "9" * 30])  # str.isdigit() took the superscript (int() raised)
 def test_remote_show_says_an_id_is_a_positive_integer(value):
     proc = run_cli(["remote", "show", value], {})
     assert proc.returncode == 2 and f"{value!r} is not a submission id: an id is a positive integer" in proc.stderr
