@@ -20,6 +20,7 @@ import argparse
 import base64
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import functools
 import importlib.metadata
@@ -141,13 +142,15 @@ def interrupt_on_signals() -> dict:
     return {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
 
-class ReaderGoneStdout:
-    """sys.stdout for a run whose reader may quit (`| head`, a pager closed): the first write that finds the
-    pipe closed points the descriptor at /dev/null and says so once on stderr, so the run goes on and is kept
-    (its --json report, its history line) instead of dying mid-case on BrokenPipeError."""
+class ReaderGoneStream:
+    """stdout or stderr for a run whose reader may quit (`| head`, `2>&1 | head`, a pager closed): the first
+    write that finds the pipe closed points the descriptor at /dev/null and, where a notice is given, says it
+    once on stderr (which may be the same closed pipe), so the run goes on and is kept (its --json report, its
+    history line) instead of dying mid-case on BrokenPipeError."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, notice: str | None = None):
         self.stream = stream
+        self.notice = notice
         self.gone = False
 
     def write(self, text):
@@ -173,30 +176,38 @@ class ReaderGoneStdout:
             os.close(null)
         except (OSError, ValueError):  # a stream without a descriptor: its writes are dropped here instead
             pass
-        print("stdout's reader quit (a pipe or a pager closed); the run goes on unseen and is kept as usual",
-              file=sys.stderr, flush=True)
+        if self.notice:
+            try:
+                print(self.notice, file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # stderr closed too, and not one of these: the notice has no reader
+                pass
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
 
 
+READER_GONE = "stdout's reader quit (a pipe or a pager closed); the run goes on unseen and is kept as usual"
+
+
 @contextlib.contextmanager
-def stdout_may_close():
-    """sys.stdout as a ReaderGoneStdout while the block runs."""
-    previous = sys.stdout
-    if previous is not None and not isinstance(previous, ReaderGoneStdout):
-        sys.stdout = ReaderGoneStdout(previous)
+def output_may_close():
+    """sys.stdout and sys.stderr as ReaderGoneStreams while the block runs (stdout's with the notice)."""
+    previous = sys.stdout, sys.stderr
+    for name, notice in (("stderr", None), ("stdout", READER_GONE)):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ReaderGoneStream):
+            setattr(sys, name, ReaderGoneStream(stream, notice))
     try:
         yield
     finally:
-        sys.stdout = previous
+        sys.stdout, sys.stderr = previous
 
 
 def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
     return stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
 
 
-def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
+def output_problem(path: Path, flag: str = "--json", inputs=(), history: Path = HISTORY) -> str | None:
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
     path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
@@ -207,14 +218,14 @@ def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
     named = [(given, "which this run reads or writes") for given in inputs if given is not None]
-    named += [(HERE / "task.yml", "the task's contract"), (HISTORY, "the workspace's history of runs")]
+    named += [(HERE / "task.yml", "the task's contract"), (history, "the workspace's history of runs")]
     for given, what in named:
         same_file = path.exists() and Path(given).exists() and os.path.samefile(path, given)
         if path.resolve() == Path(given).resolve() or same_file:
             return f"{flag} {path} is {given}, {what}; give the report another name"
     if path.suffix == ".py":
         return f"{flag} {path} names a Python file, and the report is JSON; give a .json name"
-    if ".git" in path.absolute().parts:
+    if ".git" in (path.parent.resolve() / path.name).parts:
         return f"{flag} {path} is inside git's own folder; give a file outside it"
     if not path.parent.is_dir():
         return f"{flag} {path}: the folder {path.parent} does not exist"
@@ -236,8 +247,8 @@ def output_problem(path: Path, flag: str = "--json", inputs=()) -> str | None:
 def tracked_by_git(path: Path) -> bool:
     """Whether git tracks path in the repository around it (False where git is missing or there is none)."""
     try:
-        found = subprocess.run(["git", "ls-files", "--error-unmatch", "--", path.name], cwd=path.parent,
-                               capture_output=True, timeout=30)
+        found = subprocess.run(["git", "--literal-pathspecs", "ls-files", "--error-unmatch", "--", path.name],
+                               cwd=path.parent, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
     return found.returncode == 0
@@ -249,12 +260,13 @@ def write_whole(path: Path, text: str, flag: str = "--json") -> None:
     path = Path(path)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = create_beside(path)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, file_mode(path))
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)  # the old file's permissions, not the umask's
         os.replace(tmp, path)
     except BaseException as error:  # a signal too: no temporary file is left behind
         if tmp and os.path.exists(tmp):
@@ -264,15 +276,16 @@ def write_whole(path: Path, text: str, flag: str = "--json") -> None:
         raise
 
 
-def file_mode(path: Path) -> int:
-    """The permissions a file written whole at path gets: the old file's where there is one, else what a plain
-    open() would give under the umask (mkstemp's temporary file is private to its owner)."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def create_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file beside path, open for writing: (descriptor, name). Made as open() makes a file,
+    so the umask sets its permissions (mkstemp's are 0600, and every report would have been private)."""
+    for _ in range(100):
+        name = str(path.parent / f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it")
 
 
 # ----------------------------------------------------------------------------- the contract's facts
@@ -347,7 +360,7 @@ def parse_label(text: str, seed: int = 1234) -> dict:
     parts = text.lower().split("x")
     if len(parts) not in (3, 4) or not all(_INTEGER.fullmatch(p) for p in parts):
         raise ValueError(f"shape {shown(text)} is not BxDxS or BxDxSxW with positive sizes")
-    if any(len(p.lstrip("+-")) > _LONGEST_INTEGER for p in parts):
+    if any(digits(p) > _LONGEST_INTEGER for p in parts):
         raise ValueError(f"shape {shown(text)} has a size of more than {_LONGEST_INTEGER} digits")
     if min(map(int, parts)) < 1:
         raise ValueError(f"shape {shown(text)} is not BxDxS or BxDxSxW with positive sizes")
@@ -389,6 +402,11 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 _LONGEST_INTEGER = 20  # digits: every size and seed that can be used fits; past this int() itself may refuse
 
 
+def digits(text: str) -> int:
+    """The significant digits of an integer as written ('+0042' has 2: int() reads leading zeros as nothing)."""
+    return len(text.lstrip("+-").lstrip("0"))
+
+
 def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) -> list[Case]:
     """One case a line, `B: 1; D: 64; S: 64; W: 4; seed: 4242`; TaskError naming the first bad line."""
     cases = []
@@ -406,8 +424,8 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
                 raise TaskError(f"{where}: {key} is given twice")
             if value in ("true", "false"):
                 args[key] = value == "true"
-            elif _INTEGER.fullmatch(value) and len(value.lstrip("+-")) > _LONGEST_INTEGER:
-                raise TaskError(f"{where}: {key} has {len(value.lstrip('+-'))} digits, too many for any size or seed")
+            elif _INTEGER.fullmatch(value) and digits(value) > _LONGEST_INTEGER:
+                raise TaskError(f"{where}: {key} has {digits(value)} digits, too many for any size or seed")
             elif _INTEGER.fullmatch(value):
                 args[key] = int(value)
             else:
@@ -421,8 +439,6 @@ def parse_tests(text: str, secret: int | None = None, required=REQUIRED_FIELDS) 
         small = [k for k in SHAPE_FIELDS if k in args and args[k] < 1]
         if small:
             raise TaskError(f"{where}: {', '.join(small)} must be 1 or more (sizes are counts of elements)")
-        if all(k in args for k in SHAPE_FIELDS) and size_problem(args):
-            raise TaskError(f"{where}: {size_problem(args)}")
         public_seed = args.get("seed")
         if secret is not None:
             args["seed"] = combine_seed(args["seed"], secret)
@@ -722,6 +738,8 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_torch_copy
 
     on_gpu = torch.cuda.is_available()
     outcome = Outcome(ok=True)
+    if size_problem(args):  # the case fails in one sentence, not a C++ stack; the runner's other cases still run
+        raise CaseFailure(size_problem(args))
     data = reference.generate_input(**args)
     pristine = clone_inputs(data)
     first_call(custom_kernel, data, reference, pristine, on_gpu)
@@ -783,6 +801,9 @@ def interpreter_env(source: str) -> dict:
 def _worker_main(conn, submission: str, secret):
     """The worker: import the submission once, then run the cases the parent sends until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this process
+    # The worker's own copies of stdout and stderr: where their reader quit, a print in the submission is no
+    # failure of its case (the runner's reader never quits)
+    sys.stdout, sys.stderr = ReaderGoneStream(sys.stdout), ReaderGoneStream(sys.stderr)
     sys.path.insert(0, str(HERE))
     import torch
 
@@ -1120,7 +1141,7 @@ class HumanReporter:
     """A report a person reads at a glance, printed from the case and run records."""
 
     def __init__(self, out=None):
-        self.out = out if out is not None else sys.stdout  # the stdout of the run, which may be a ReaderGoneStdout
+        self.out = out if out is not None else sys.stdout  # the run's stdout, which may be a ReaderGoneStream
         self.said = set()
 
     def say(self, text=""):
@@ -1305,7 +1326,7 @@ def main(argv=None) -> int:
     try:
         if fd is not None:
             return runner_main(opts, fd)
-        with stdout_may_close():
+        with output_may_close():
             return local_main(opts)
     except KeyboardInterrupt as stop:
         stop = interrupted_of(stop)

@@ -28,8 +28,8 @@ try:
     import eval as harness
     from scripts import (HELION_SUBMISSION, ROOT, SUBMISSION, estimate, history, leaderboard, registry, remote,
                          whole_cases)
-except ImportError as missing:  # a Python without the README's requirements: one sentence, not a traceback
-    sys.exit(f"{missing.name or missing} is not installed for {sys.executable}; install the README's requirements"
+except ModuleNotFoundError as missing:  # a Python without the README's requirements: one sentence, not a traceback
+    sys.exit(f"{missing.name} is not installed for {sys.executable}; install the README's requirements"
              f" (or activate the venv they went into), then run this again")
 
 ROUNDS = 2  # interleaved rounds for compare and tune: the median (compare) or best (tune) is kept
@@ -116,7 +116,7 @@ def check_writable(json_out, inputs, keeps_history: bool) -> None:
     """Refuse, before a run starts, a --json path the report cannot be written whole to (or that is one of
     the run's inputs, or the history), and, for a run that keeps a history entry, a history it cannot be
     appended to."""
-    problem = (json_out is not None and harness.output_problem(json_out, inputs=(*inputs, history.HISTORY))
+    problem = (json_out is not None and harness.output_problem(json_out, inputs=inputs, history=history.HISTORY)
                or keeps_history and history.append_problem())
     if problem:
         raise click.ClickException(f"{problem}; nothing was run")
@@ -184,13 +184,15 @@ class Loop(click.Group):
     def invoke(self, ctx):
         previous = harness.interrupt_on_signals()  # SIGTERM and SIGHUP too: each command's `finally` ends its children
         try:
-            with harness.stdout_may_close():
+            with harness.output_may_close():
                 return super().invoke(ctx)
         except (harness.TaskError, history.HistoryError, remote.RemoteError) as error:
             raise click.ClickException(str(error)) from None
-        except ModuleNotFoundError as missing:  # the tools import torch, triton and helion where a command needs them
-            raise click.ClickException(f"{missing.name} is not installed for {sys.executable}; install the README's"
-                                       f" requirements (or activate the venv they went into), then run this again")
+        except ModuleNotFoundError as missing:  # the tools import torch, triton, helion, fla where a command needs them
+            if missing.name is None:
+                raise
+            raise click.ClickException(f"{missing.name} is not installed for {sys.executable}, and this command needs"
+                                       f" it; the README's requirements files list what the workspace uses") from None
         except KeyboardInterrupt as stop:
             stop = harness.interrupted_of(stop)
             click.echo(f"interrupted ({stop.name}); the processes this command started were ended", err=True)

@@ -20,7 +20,7 @@ import torch
 
 import eval as harness
 import reference
-from conftest import ROOT, SAMPLES, candidate, json_server, run_cli
+from conftest import GOOD_BODY, ROOT, SAMPLES, candidate, json_server, run_cli
 from scripts import history, times
 
 BINARY = b"\x00\xff\xfe binary \x80\n"
@@ -336,7 +336,8 @@ def test_json_onto_task_yml_is_refused_and_it_is_kept(task_copy, command):
 
 
 @pytest.mark.parametrize("command", [["scripts/cli.py", "test"], ["eval.py", "test"]])
-@pytest.mark.parametrize("target", ["a tracked file", "a tracked file deleted from the tree", "git's own folder"])
+@pytest.mark.parametrize("target", ["a tracked file", "a tracked file deleted from the tree", "git's own folder",
+                                    "git's own folder through a link"])
 def test_json_onto_a_file_git_tracks_or_into_git_is_refused(task_copy, command, target):
     """A local run never changes tracked files: --json README.md used to replace it, --json .git/HEAD broke the
     repository. The copy is made a repository of its own, so a failure spoils nothing here."""
@@ -346,49 +347,101 @@ def test_json_onto_a_file_git_tracks_or_into_git_is_refused(task_copy, command, 
     subprocess.run([*git, "add", "NOTES.md"], cwd=task_copy, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=task_copy, check=True)
     named = {"a tracked file": task_copy / "NOTES.md", "a tracked file deleted from the tree": task_copy / "NOTES.md",
-             "git's own folder": task_copy / ".git" / "HEAD"}[target]
+             "git's own folder": task_copy / ".git" / "HEAD",
+             "git's own folder through a link": task_copy / "g" / "HEAD"}[target]
     if target == "a tracked file deleted from the tree":
         named.unlink()
+    if target == "git's own folder through a link":
+        (task_copy / "g").symlink_to(task_copy / ".git")
     before = named.read_bytes() if named.exists() else None
     proc = subprocess.run([sys.executable, *command, "--json", str(named)], cwd=task_copy, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "WORKSPACE_HISTORY": str(task_copy / "h.jsonl")})
     sentence = one_sentence(proc.stderr)
     assert proc.returncode not in (0, None) and "nothing was run" in sentence
-    assert ("git's own folder" if target == "git's own folder" else "a file git tracks") in sentence
+    assert ("git's own folder" if target.startswith("git's own folder") else "a file git tracks") in sentence
     assert (named.read_bytes() if named.exists() else None) == before
 
 
+@pytest.mark.parametrize("name", ["a[b].json", "a?.json", "*.json", ":(exclude)zz.json"])
+def test_a_new_name_that_reads_as_a_git_pattern_is_not_taken_for_a_tracked_file(tmp_path, name):
+    """git's pathspecs matched the tracked ab.json for each of these names, so each was refused."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    (tmp_path / "ab.json").write_text("{}")
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "ab.json"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=tmp_path, check=True)
+    assert harness.output_problem(tmp_path / name) is None
+    assert "a file git tracks" in harness.output_problem(tmp_path / "ab.json")
+
+
+# More than a pipe's buffer (64 KiB) a call, so the kernel's own print meets the closed pipe whatever the timing
+PRINTING_BODY = GOOD_BODY.replace("    x, weight, bias = data\n",
+                                  "    x, weight, bias = data\n    print('k' * 70000, flush=True)\n")
+
+
 @pytest.mark.parametrize("command", ["eval", "cli"])
-def test_a_reader_that_quits_leaves_the_run_going_and_its_report_kept(tmp_path, command):
+@pytest.mark.parametrize("merged,printing", [(False, False), (True, False), (False, True)],
+                         ids=["stdout piped", "2>&1 piped", "a kernel that prints"])
+def test_a_reader_that_quits_leaves_the_run_going_and_its_report_kept(tmp_path, command, merged, printing):
     """`... | head -1`: the first write after the reader quit used to end the run on a BrokenPipeError (eval.py
-    with a traceback, the CLI with exit 1 and nothing said), and the --json report was never written."""
-    tests_file = tmp_path / "two.txt"
-    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\nB: 1; D: 4; S: 32; W: 4; seed: 2\n")
+    with a traceback, the CLI with exit 1 and nothing said), and the --json report was never written. With
+    `2>&1` the notice itself met the closed pipe; a kernel that prints failed its cases in the worker."""
+    tests_file = tmp_path / "three.txt"
+    tests_file.write_text("".join(f"B: 1; D: 4; S: {16 * n}; W: 4; seed: {n}\n" for n in (1, 2, 3)))
     report = tmp_path / "r.json"
-    args = (["eval.py", "test", str(tests_file), "--json", str(report)] if command == "eval" else
-            ["scripts/cli.py", "test", "--tests-file", str(tests_file), "--json", str(report)])
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    sub = candidate(tmp_path, PRINTING_BODY if printing else GOOD_BODY)
+    args = (["eval.py", "test", str(tests_file), "--submission", str(sub), "--json", str(report)] if command == "eval"
+            else ["scripts/cli.py", "test", str(sub), "--tests-file", str(tests_file), "--json", str(report)])
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
                             env={**os.environ, "TRITON_INTERPRET": "1", "WORKSPACE_HISTORY": str(tmp_path / "h.jsonl")})
-    proc.stdout.readline()
-    proc.stdout.close()  # the reader quits after one line, as `head -1` does
-    stderr = proc.stderr.read().decode()
+    for line in proc.stdout:  # the reader quits after the first case's line, as `grep -m1 'pass]'` does, so the
+        if b"pass]" in line:  # worker is already running with the pipe as its stdout
+            break
+    proc.stdout.close()
+    stderr = "" if merged else proc.stderr.read().decode()
     assert proc.wait(timeout=600) == 0, stderr
-    assert "Traceback" not in stderr and "stdout's reader quit" in stderr, stderr
+    assert "Traceback" not in stderr and (merged or "stdout's reader quit" in stderr), stderr
     kept = json.loads(report.read_text())
-    assert kept["passed"] and len(kept["runs"][0]["cases"]) == 2
+    assert kept["passed"] and len(kept["runs"][0]["cases"]) == 3
 
 
 @pytest.mark.parametrize("line,message", [
     ("B: 1; D: 8; S: 99999999999999999999999; W: 4; seed: 1", "S has 23 digits, too many"),
-    ("B: 1; D: 8; S: 9999999999999999999; W: 4; seed: 1", "x would hold 8e+19 elements, more than a tensor can"),
-    ("B: 1; D: 100000000000000000; S: 1; W: 99; seed: 1", "the weight would hold 9.9e+18 elements"),
     ("B: 1; D: 8; S: 16; W: 4; seed: " + "9" * 5000, "seed has 5000 digits, too many"),
 ])
-def test_sizes_no_tensor_can_hold_are_one_sentence_naming_the_line(line, message):
-    """They used to pass the parse and fail in the case with a C++ stack of 22 frames (or int()'s own error)."""
+def test_integers_of_more_than_20_digits_are_one_sentence_naming_the_line(line, message):
+    """int() refused 5,000 digits with its own error; the line is quoted cut short, not whole."""
     with pytest.raises(harness.TaskError, match=re.escape(message)) as caught:
         harness.parse_tests(line)
-    assert len(str(caught.value)) < 300  # the line is quoted cut short, not whole
+    assert len(str(caught.value)) < 300
+
+
+def test_leading_zeros_are_no_digits():
+    """The runner's int() reads '000...042' as 42; so does the parse."""
+    assert harness.parse_tests("B: 1; D: 8; S: 16; W: 4; seed: " + "0" * 30 + "42")[0].args["seed"] == 42
+    assert harness.parse_label("0" * 30 + "1x2x3")["B"] == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    ({"B": 1, "D": 8, "S": 9999999999999999999, "W": 4}, "x would hold 8e+19 elements, more than a tensor can"),
+    ({"B": 1, "D": 10 ** 17, "S": 1, "W": 99}, "the weight would hold 9.9e+18 elements"),
+])
+def test_sizes_no_tensor_can_hold_fail_their_case_in_one_sentence(args, message):
+    """They used to fail in the case with a C++ stack of 22 frames. A case failure, as in the runner, whose
+    other cases still run."""
+    with pytest.raises(harness.CaseFailure, match=re.escape(message)):
+        harness.run_case("test", {**args, "seed": 1}, lambda data: data[0], reference)
+
+
+def test_a_case_no_tensor_can_hold_fails_alone(tmp_path):
+    tests_file = tmp_path / "two.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\nB: 1; D: 8; S: 9999999999999999999; W: 4; seed: 2\n")
+    proc = run_eval(["test", str(tests_file), "--submission", str(candidate(tmp_path)), "--json",
+                     str(tmp_path / "r.json")], {"TRITON_INTERPRET": "1"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    first, second = json.loads((tmp_path / "r.json").read_text())["runs"][0]["cases"]
+    assert first["ok"] and not second["ok"] and "more than a tensor can" in second["error"]
 
 
 @pytest.mark.parametrize("label,message", [
