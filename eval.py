@@ -399,7 +399,7 @@ def combine_seed(seed: int, secret: int) -> int:
 
 _FIELD = re.compile(r"\s*([A-Za-z_]\w*)\s*:\s*(\S*)\s*")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_LONGEST_INTEGER = 20  # digits: every size and seed that can be used fits; past this int() itself may refuse
+_LONGEST_INTEGER = 20  # significant digits: every usable size and seed has fewer (int() refuses past 4,300)
 
 
 def digits(text: str) -> int:
