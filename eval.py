@@ -372,9 +372,13 @@ def parse_label(text: str, seed: int = 1234) -> dict:
     return args
 
 
-def shown(text: str, limit: int = 80) -> str:
-    """text quoted for a one-line message, cut to its first `limit` characters where longer."""
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+def shown(value, limit: int = 80) -> str:
+    """value for a one-line message, text quoted and anything else as its repr, cut to its first `limit`
+    characters where longer (a 400-digit integer stays one short line)."""
+    text = value if isinstance(value, str) else repr(value)
+    head = text[:limit]
+    head = repr(head) if isinstance(value, str) else head
+    return head if len(text) <= limit else f"{head}... ({len(text)} characters)"
 
 
 def size_problem(args: dict) -> str | None:
@@ -738,8 +742,9 @@ def run_case(mode: str, args: dict, custom_kernel, reference, measure_torch_copy
 
     on_gpu = torch.cuda.is_available()
     outcome = Outcome(ok=True)
-    if size_problem(args):  # the case fails in one sentence, not a C++ stack; the runner's other cases still run
-        raise CaseFailure(size_problem(args))
+    problem = size_problem(args)
+    if problem:  # the case fails in one sentence, not a C++ stack; the runner's other cases still run
+        raise CaseFailure(problem)
     data = reference.generate_input(**args)
     pristine = clone_inputs(data)
     first_call(custom_kernel, data, reference, pristine, on_gpu)

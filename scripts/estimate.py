@@ -33,7 +33,7 @@ from pathlib import Path
 
 import eval as harness
 from scripts import history, leaderboard, remote
-from scripts.times import NOT_A_TIME, quoted, time_us
+from scripts.times import NOT_A_TIME, time_us
 
 FIGURES = Path(__file__).with_name("estimate_figures.json")
 BOARD_ENTRY = re.compile(r"board(\d+)(?:[_-]|$)")  # a compare row named boardK or boardK_* is board entry #K
@@ -68,7 +68,7 @@ def read_record(path: Path) -> dict:
             raise EstimateError(f"{path}: the row {name!r} is not a compare row (no per_case_us object)")
         for case, us in [*row.get("per_case_us", {}).items(), ("its geomean", row.get("geomean_us"))]:
             if us is not None and time_us(us) is None:
-                raise EstimateError(f"{path}: the row {name!r} gives {case} {quoted(us)} us, {NOT_A_TIME}")
+                raise EstimateError(f"{path}: the row {name!r} gives {case} {harness.shown(us)} us, {NOT_A_TIME}")
     return record
 
 

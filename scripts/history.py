@@ -16,7 +16,7 @@ from pathlib import Path
 
 import eval as harness
 from scripts import ROOT
-from scripts.times import NOT_A_TIME, quoted, time_us, utc_time
+from scripts.times import NOT_A_TIME, time_us, utc_time
 
 RESULTS = ROOT / "results"
 HISTORY = harness.HISTORY  # eval.py holds the path (WORKSPACE_HISTORY, else results/history.jsonl)
@@ -245,17 +245,17 @@ def problem(entry) -> str | None:
     for key, types in FIELDS.items():
         value = entry.get(key)
         if key in entry and (not isinstance(value, types) or isinstance(value, bool)):
-            return f"{key} is {type(value).__name__} {quoted(value)}"
+            return f"{key} is {type(value).__name__} {harness.shown(value)}"
     if utc_time(entry["time"]) is None:
-        return f"time {quoted(entry['time'])} is not an ISO date in the years 1-9999"
+        return f"time {harness.shown(entry['time'])} is not an ISO date in the years 1-9999"
     if not isinstance(entry.get("timed_cases", []), list):
         return f"timed_cases is {type(entry['timed_cases']).__name__}"
     geomean = entry.get("geomean_us")
     if geomean is not None and time_us(geomean) is None:
-        return f"geomean_us is {quoted(geomean)}, {NOT_A_TIME}"
+        return f"geomean_us is {harness.shown(geomean)}, {NOT_A_TIME}"
     for key in ("score_us", "per_case_us"):
         if key in entry and entry[key] is not None and not isinstance(entry[key], NUMBER + (dict,)):
-            return f"{key} is {type(entry[key]).__name__} {quoted(entry[key])}"
+            return f"{key} is {type(entry[key]).__name__} {harness.shown(entry[key])}"
     runs = entry.get("runs")
     if not isinstance(runs, (list, type(None))):
         return f"runs is {type(runs).__name__}"
@@ -264,7 +264,7 @@ def problem(entry) -> str | None:
             return "a run is not an object"
         score = run.get("score_us")
         if score is not None and time_us(score) is None:
-            return f"a run's score_us is {type(score).__name__} {quoted(score)}, {NOT_A_TIME}"
+            return f"a run's score_us is {type(score).__name__} {harness.shown(score)}, {NOT_A_TIME}"
     return None
 
 

@@ -15,7 +15,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from scripts.times import number, quoted, time_us, utc_time
+import eval as harness
+from scripts.times import number, time_us, utc_time
 
 S_TO_US = 1e6
 _SCORE = re.compile(r"^Geomean score \((public|secret)\) on (\S.*?): (\S+) s\s*$", re.MULTILINE)
@@ -196,7 +197,7 @@ def parse_submit_output(text: str) -> dict:
                            "runner": _summary_text(run.get("runner")), "passed": _summary_flag(run.get("passed")),
                            "score_us": _score_us(run.get("score"))}
                           for run in runs if isinstance(run, dict)]
-        record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {quoted(run.get('score'))}"
+        record["invalid_scores"] += [f"{run.get('mode')} on {run.get('runner')}: {harness.shown(run.get('score'))}"
                                      for run in runs
                                      if isinstance(run, dict) and run.get("score") is not None
                                      and _score_us(run.get("score")) is None]
@@ -204,7 +205,7 @@ def parse_submit_output(text: str) -> dict:
             record["job"] = {"status": summary["job"].get("status"), "error": summary["job"].get("error")}
     timed = [(found, _timed_us(*found)) for found in _OLD_MEAN.findall(text)]
     means = [read[0] for _, read in timed if read is not None]
-    record["invalid_scores"] += [f"benchmark time {quoted(f'{mean} ± {err} {unit}')}" for (mean, err, unit), read
+    record["invalid_scores"] += [f"benchmark time {harness.shown(f'{mean} ± {err} {unit}')}" for (mean, err, unit), read
                                  in timed if read is None]
     if means and summary is None:
         record["format"] = "text report"
@@ -300,7 +301,7 @@ def parse_show(text: str) -> dict:
         raise ValueError("this is not a `submissions show` page: no 'Submission #ID' line")
     record["submission_id"] = decimal_id(head[1])
     if record["submission_id"] is None:
-        raise ValueError(f"the page's 'Submission #' line gives {quoted(head[1])}, which is not a submission id")
+        raise ValueError(f"the page's 'Submission #' line gives {harness.shown(head[1])}, which is not a submission id")
     fields = {"Leaderboard": "leaderboard", "File": "file_name", "Submitted": "time", "Status": "status"}
     for key, name in fields.items():
         match = re.search(rf"^{key}:\s+(.*)$", text, re.MULTILINE)
@@ -352,9 +353,9 @@ def _check_url(api_url: str) -> None:
         parsed = urllib.parse.urlparse(api_url or "")
         usable = parsed.scheme in ("http", "https") and bool(parsed.hostname) and parsed.port != 0
     except ValueError as error:
-        raise RemoteError(f"POPCORN_API_URL={quoted(api_url)} is not an http(s) URL ({error}).") from None
+        raise RemoteError(f"POPCORN_API_URL={harness.shown(api_url)} is not an http(s) URL ({error}).") from None
     if not usable or not api_url.isprintable():
-        raise RemoteError(f"POPCORN_API_URL={quoted(api_url)} is not an http(s) URL.")
+        raise RemoteError(f"POPCORN_API_URL={harness.shown(api_url)} is not an http(s) URL.")
 
 
 def _get_json(api_url: str, path: str, cli_id: str | None, timeout: float, what: str):

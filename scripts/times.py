@@ -43,9 +43,3 @@ def time_us(value) -> float | None:
     None (1e-300 read 0.00 us and ranked first)."""
     result = None if isinstance(value, str) else number(value)
     return result if result is not None and MIN_US <= result <= MAX_US else None
-
-
-def quoted(value) -> str:
-    """A bad value as a sentence names it: its repr, cut to 40 characters (a 400-digit integer stays one short line)."""
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
