@@ -702,8 +702,18 @@ def read_history() -> list[dict]:
 @cli.command(name="history")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path),
               help="draw geomean over time to this picture (.png, .pdf or .svg)")
-def history_cmd(plot_file):
-    """Every recorded run, newest last, the best per GPU marked."""
+@click.option("--case", "case_text", metavar="BxDxS[xW]",
+              help="instead, one case's mean time in every run that timed it (W defaults to 4)")
+def history_cmd(plot_file, case_text):
+    """Every recorded run, newest last, the best per GPU marked; or, with --case, one case across them."""
+    label = None
+    if case_text is not None:
+        if plot_file is not None:
+            raise click.ClickException("--plot draws the geomeans, --case prints one case: give one of them")
+        try:
+            label = harness.case_label(harness.parse_label(case_text, seed=None))
+        except ValueError as error:
+            raise click.ClickException(f"--case: {error}") from None
     if plot_file is not None:
         if plot_file.suffix.lower() not in history.PLOT_FORMATS:
             raise click.ClickException(f"--plot {plot_file}: the picture's name must end in "
@@ -714,6 +724,11 @@ def history_cmd(plot_file):
     if not entries:
         click.echo(f"no readable entry in {history.HISTORY}" if history.HISTORY.exists()
                    else f"no history yet in {history.HISTORY}")
+        return
+    if label is not None:
+        series = history.case_series(entries, label)
+        click.echo(history.format_case_series(label, series) if series
+                   else f"no run in {history.HISTORY} timed {label}")
         return
     click.echo(history.format_table(entries))
     click.echo("")

@@ -165,6 +165,34 @@ def case_times(entry: dict) -> list[dict]:
     return times
 
 
+def case_series(entries: list[dict], label: str) -> list[dict]:
+    """One case (a BxDxSxW label) across the history, oldest first: each entry that timed it, as a record of
+    when, where and what, with its mean_us. A time the reader refuses (text, 1e-300, a 400-digit integer)
+    is left out, as the geomean's would be."""
+    series = []
+    for entry in entries:
+        for case in case_times(entry):
+            if all(key in case for key in harness.SHAPE_FIELDS) and harness.case_label(case) == label:
+                us = time_us(case.get("mean_us"))
+                if us is not None:
+                    series.append({key: entry.get(key) for key in ("time", "commit", "gpu", "source", "mode",
+                                                                    "outcome", "file")} | {"mean_us": us})
+    return series
+
+
+def format_case_series(label: str, series: list[dict]) -> str:
+    """case_series as a table a person reads, each time beside the first one on the same GPU."""
+    first = {}
+    rows = [f"{label}: mean us per run, newest last; 'vs first' against the first run on the same GPU",
+            f"{'time':<26}{'commit':<10}{'gpu':<22}{'source':<9}{'mode':<12}{'mean us':>10}{'vs first':>10}  file"]
+    for record in series:
+        base = first.setdefault(record["gpu"], record["mean_us"])
+        rows.append(f"{str(record['time']):<26}{str(record['commit'] or '?'):<10}{str(record['gpu']):<22}"
+                    f"{str(record['source']):<9}{str(record['mode']):<12}{record['mean_us']:>10.2f}"
+                    f"{record['mean_us'] / base:>10.3f}  {Path(str(record['file'] or '')).name}")
+    return "\n".join(rows)
+
+
 @contextlib.contextmanager
 def locked(path: Path | None = None):
     """The history open for appending, held under an exclusive fcntl lock: one writer at a time, so a

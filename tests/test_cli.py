@@ -211,6 +211,21 @@ def test_history_lines_of_the_older_format_still_read(line, expected):
     assert all(c["timed_seed"] is None for c in times)  # those lines did not record the seed timed
 
 
+def test_one_case_across_the_history_reads_every_form_it_was_written_in():
+    entries = history.read_entries(OLD_HISTORY, warn=pytest.fail)
+    new = history.eval_entry({"mode": "leaderboard", "passed": True, "geomean_us": 2.0, "cases": [
+        {"fields": harness.parse_tests("B: 1; D: 1536; S: 2048; W: 4; seed: 2146")[0].fields(),
+         "stats_ns": {"mean": 6500.0}}]}, ROOT / "submission.py", "NVIDIA H200")
+    bad = {**new, "timed_cases": [{**new["timed_cases"][0], "mean_us": 1e-300}]}  # read as no time, never ranked
+    series = history.case_series(entries + [new, bad], "1x1536x2048x4")
+    assert [(r["source"], r["mean_us"]) for r in series] == [("eval", 7.0), ("compare", 7.8), ("popcorn", 7.84),
+                                                             ("eval", 6.5)]
+    assert history.case_series(entries, "1x768x512x3")[0]["mean_us"] == 3.1  # compare's /W3 form
+    assert history.case_series(entries, "1x768x512x4") == []
+    table = history.format_case_series("1x1536x2048x4", series).splitlines()
+    assert table[-1].split()[-2:] == ["0.929", "submission.py"]  # 6.5 / 7.0, the first on that GPU
+
+
 def test_best_public_is_the_lowest_public_ranked_score_on_that_gpu():
     def ranked(gpu, score, secret=False, source="popcorn"):
         return {"gpu": gpu, "source": source, "runs": [{"mode": "leaderboard", "passed": True, "secret": secret,
@@ -234,6 +249,17 @@ def test_history_command_and_plot_message(tmp_path, monkeypatch):
     assert result.exit_code == 0 and "no history yet" in result.output
     history.append_entry({"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 13.0,
                           "outcome": "pass"}, path)
+    result = CliRunner().invoke(cli.cli, ["history", "--case", "1x64x64"])
+    assert result.exit_code == 0 and result.output.startswith("no run in") and "timed 1x64x64x4" in result.output
+    history.append_entry({"time": "2026-12-03T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 3.0,
+                          "outcome": "pass", "source": "eval", "mode": "leaderboard", "file": "submission.py",
+                          "timed_cases": [{"B": 1, "D": 64, "S": 64, "W": 4, "mean_us": 3.0}]}, path)
+    result = CliRunner().invoke(cli.cli, ["history", "--case", "1x64x64x4"])
+    assert result.exit_code == 0 and result.output.splitlines()[-1].split()[-3:] == ["3.00", "1.000", "submission.py"]
+    for args, message in ((["--case", "1x64"], "--case: shape '1x64' is not BxDxS"),
+                          (["--case", "1x64x64", "--plot", str(tmp_path / "p.png")], "give one of them")):
+        result = CliRunner().invoke(cli.cli, ["history", *args])
+        assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output
     result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
     try:
         import matplotlib  # noqa: F401
