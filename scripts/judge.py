@@ -22,6 +22,7 @@ from pathlib import Path
 
 import eval as harness
 from scripts import leaderboard
+from scripts.times import number, time_us
 
 STAGES = ("test", "benchmark", "leaderboard")
 CASES_OF = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks"}
@@ -43,13 +44,14 @@ class Stage:
     end_time: str = ""
 
     def score_s(self) -> float | None:
-        """The geomean of the benchmark means, in seconds (the leaderboard stage's score)."""
+        """The geomean of the benchmark means, in seconds (the leaderboard stage's score); None where a mean is
+        missing or is no time the history's reader takes (0, nan, 1e-300 ns), so no line is written unread."""
         count = int(self.lines.get("benchmark-count", 0) or 0)
-        means = [self.lines.get(f"benchmark.{i}.mean") for i in range(count)]
-        if not self.passed or not means or any(m is None for m in means):
+        means_ns = [number(self.lines.get(f"benchmark.{i}.mean")) for i in range(count)]
+        means_us = [time_us(m / 1e3) if m is not None else None for m in means_ns]
+        if not self.passed or not means_us or any(m is None for m in means_us):
             return None
-        values = [float(m) / 1e9 for m in means]
-        return harness.geomean(values) if all(v > 0 for v in values) else None
+        return harness.geomean([m / 1e6 for m in means_us])
 
 
 def now() -> str:

@@ -296,3 +296,25 @@ def test_a_blank_history_setting_refuses_the_history_in_one_sentence_naming_it(t
     proc = run_cli(["history"], {"WORKSPACE_HISTORY": setting}, cwd=tmp_path)
     assert proc.returncode == 1 and "WORKSPACE_HISTORY" in one_sentence(proc.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("mean", ["nan", "inf", "1e-300", "0.0", str(HUGE), "1.2.3", "٣"],
+                         ids=["nan", "inf", "tiny", "zero", "huge", "two-dots", "arabic-three"])
+def test_a_judged_mean_that_is_no_time_gives_no_score_and_a_readable_history_line(tmp_path, mean):
+    """The judge reads eval.py's benchmark means as the runner would; one that is no time (it used to write
+    score_us 1e-300 * 1e3 or crash on float('1.2.3')) leaves the stage unscored, and its line still reads."""
+    from scripts import judge
+
+    lines = {"benchmark-count": "2", "benchmark.0.mean": "8000.0", "benchmark.1.mean": mean}
+    stage = judge.Stage(chain="public", mode="leaderboard", passed=True, lines=lines)
+    assert stage.score_s() is None
+    good = judge.Stage(chain="public", mode="leaderboard", passed=True, lines={**lines, "benchmark.1.mean": "2000.0"})
+    assert good.score_s() == pytest.approx(4e-6)  # the geomean of 8 and 2 us
+    record = {"runner": "NVIDIA H200", "file": "submission.py", "verdict": "ranked", "public_s": stage.score_s(),
+              "secret_s": good.score_s(), "secret_seed": 5, "hidden_by": None,
+              "runs": [{"mode": "leaderboard", "secret": s is good, "runner": "NVIDIA H200", "passed": True,
+                        "score": s.score_s()} for s in (stage, good)]}
+    path = tmp_path / "h.jsonl"
+    history.append_entry(history.judge_entry(record), path)
+    entry, = history.read_entries(path, warn=pytest.fail)
+    assert entry["geomean_us"] is None and [r["score_us"] for r in entry["runs"]] == [None, pytest.approx(4.0)]
