@@ -373,12 +373,16 @@ def parse_label(text: str, seed: int = 1234) -> dict:
 
 
 def shown(value, limit: int = 80) -> str:
-    """value for a one-line message, text quoted and anything else as its repr, cut to its first `limit`
-    characters where longer (a 400-digit integer stays one short line)."""
+    """value for a one-line message, text quoted and anything else as its repr, at most `limit` characters
+    shown (escapes counted: a control character's repr is 4 of them), the full length said where it is cut."""
     text = value if isinstance(value, str) else repr(value)
+    form = repr if isinstance(value, str) else str
+    if len(form(text)) <= limit:
+        return form(text)
     head = text[:limit]
-    head = repr(head) if isinstance(value, str) else head
-    return head if len(text) <= limit else f"{head}... ({len(text)} characters)"
+    while len(form(head)) > limit:
+        head = head[:-1]
+    return f"{form(head)}... ({len(text)} characters)"
 
 
 def size_problem(args: dict) -> str | None:

@@ -703,7 +703,7 @@ def read_history() -> list[dict]:
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False, path_type=Path),
               help="draw geomean over time to this picture (.png, .pdf or .svg)")
 @click.option("--case", "case_text", metavar="BxDxS[xW]",
-              help="instead, one case's mean time in every run that timed it (W defaults to 4)")
+              help="instead, one case's mean in every history line that holds its time (W defaults to 4)")
 def history_cmd(plot_file, case_text):
     """Every recorded run, newest last, the best per GPU marked; or, with --case, one case across them."""
     label = None
@@ -727,8 +727,8 @@ def history_cmd(plot_file, case_text):
         return
     if label is not None:
         series = history.case_series(entries, label)
-        click.echo(history.format_case_series(label, series) if series
-                   else f"no run in {history.HISTORY} timed {label}")
+        click.echo(history.format_case_series(series) if series["runs"] or series["unreadable"]
+                   else f"no line of {history.HISTORY} holds a time of {label}")
         return
     click.echo(history.format_table(entries))
     click.echo("")

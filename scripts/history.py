@@ -165,31 +165,56 @@ def case_times(entry: dict) -> list[dict]:
     return times
 
 
-def case_series(entries: list[dict], label: str) -> list[dict]:
-    """One case (a BxDxSxW label) across the history, oldest first: each entry that timed it, as a record of
-    when, where and what, with its mean_us. A time the reader refuses (text, 1e-300, a 400-digit integer)
-    is left out, as the geomean's would be."""
-    series = []
+def case_series(entries: list[dict], label: str) -> dict:
+    """One case (a BxDxSxW label) across the history, oldest first: {"label", "runs": each timed run of it as
+    a record of when, where, what and how it ended, with its mean_us, "unreadable": how many timed cases were
+    left out because their sizes are not integers or their time is no time the reader takes (1e-300, text)}."""
+    runs, unreadable = [], 0
     for entry in entries:
         for case in case_times(entry):
-            if all(key in case for key in harness.SHAPE_FIELDS) and harness.case_label(case) == label:
-                us = time_us(case.get("mean_us"))
-                if us is not None:
-                    series.append({key: entry.get(key) for key in ("time", "commit", "gpu", "source", "mode",
-                                                                    "outcome", "file")} | {"mean_us": us})
-    return series
+            sizes = [case.get(key) for key in harness.SHAPE_FIELDS]
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes):
+                unreadable += 1
+                continue
+            if harness.case_label(case) != label:
+                continue
+            us = time_us(case.get("mean_us"))
+            if us is None:
+                unreadable += 1
+                continue
+            runs.append({key: entry.get(key) for key in ("time", "commit", "gpu", "source", "mode", "outcome",
+                                                          "file")} | {"mean_us": us})
+    return {"label": label, "runs": runs, "unreadable": unreadable}
 
 
-def format_case_series(label: str, series: list[dict]) -> str:
-    """case_series as a table a person reads, each time beside the first one on the same GPU."""
+_CASE_COLUMNS = (("time", 26), ("commit", 15), ("gpu", 22), ("source", 9), ("mode", 13), ("outcome", 13),
+                 ("mean us", -10), ("vs first", -10))  # width; negative: right-aligned
+
+
+def _case_row(cells: list[str], file: str) -> str:
+    """One line of format_case_series: each cell cut to its column, so a long one never shifts the rest."""
+    line = "".join(f"{cell[:width - 1]:<{width - 1}} " if width > 0 else f"{cell[:-width]:>{-width}}"
+                   for cell, (_, width) in zip(cells, _CASE_COLUMNS))
+    return f"{line}  {file}"
+
+
+def format_case_series(series: dict) -> str:
+    """case_series as a table a person reads: each time beside the first passing run of the same file on the
+    same GPU (a failed or interrupted run is shown, never a baseline)."""
     first = {}
-    rows = [f"{label}: mean us per run, newest last; 'vs first' against the first run on the same GPU",
-            f"{'time':<26}{'commit':<10}{'gpu':<22}{'source':<9}{'mode':<12}{'mean us':>10}{'vs first':>10}  file"]
-    for record in series:
-        base = first.setdefault(record["gpu"], record["mean_us"])
-        rows.append(f"{str(record['time']):<26}{str(record['commit'] or '?'):<10}{str(record['gpu']):<22}"
-                    f"{str(record['source']):<9}{str(record['mode']):<12}{record['mean_us']:>10.2f}"
-                    f"{record['mean_us'] / base:>10.3f}  {Path(str(record['file'] or '')).name}")
+    rows = [f"{series['label']}: mean us per run, newest last; 'vs first' against the first passing run of the"
+            f" same file on the same GPU", _case_row([name for name, _ in _CASE_COLUMNS], "file")]
+    for run in series["runs"]:
+        key = (run["gpu"], run["file"])
+        if run["outcome"] == "pass":
+            first.setdefault(key, run["mean_us"])
+        ratio = f"{run['mean_us'] / first[key]:.3f}" if key in first else "-"
+        cells = [str(run[k] if run[k] is not None else "?") for k in ("time", "commit", "gpu", "source", "mode",
+                                                                       "outcome")]
+        rows.append(_case_row(cells + [f"{run['mean_us']:.2f}", ratio], Path(str(run["file"] or "?")).name))
+    if series["unreadable"]:
+        rows.append(f"{series['unreadable']} timed case(s) in the history left out: a size that is not an integer"
+                    f" or a time that is {NOT_A_TIME}")
     return "\n".join(rows)
 
 

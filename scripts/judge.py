@@ -22,7 +22,7 @@ from pathlib import Path
 
 import eval as harness
 from scripts import leaderboard
-from scripts.times import number, time_us
+from scripts.times import NOT_A_TIME, number, time_us
 
 STAGES = ("test", "benchmark", "leaderboard")
 CASES_OF = {"test": "tests", "benchmark": "benchmarks", "leaderboard": "benchmarks"}
@@ -43,15 +43,31 @@ class Stage:
     start_time: str = ""
     end_time: str = ""
 
-    def score_s(self) -> float | None:
-        """The geomean of the benchmark means, in seconds (the leaderboard stage's score); None where a mean is
-        missing or is no time the history's reader takes (0, nan, 1e-300 ns), so no line is written unread."""
-        count = int(self.lines.get("benchmark-count", 0) or 0)
+    def means_us(self) -> list:
+        """The benchmark means eval.py reported, in microseconds; None for one missing or that is no time the
+        history's reader takes (0, nan, 1e-300 ns, '1.2.3')."""
+        count = self.lines.get("benchmark-count", "0")
+        count = int(count) if re.fullmatch(r"[0-9]{1,6}", count) else 0
         means_ns = [number(self.lines.get(f"benchmark.{i}.mean")) for i in range(count)]
-        means_us = [time_us(m / 1e3) if m is not None else None for m in means_ns]
-        if not self.passed or not means_us or any(m is None for m in means_us):
+        return [time_us(m / 1e3) if m is not None else None for m in means_ns]
+
+    def unreadable_mean(self) -> str | None:
+        """Why the benchmark means give no score (none reported, or one that is no time), or None."""
+        means = self.means_us()
+        if not means:
+            return "eval.py reported no benchmark mean"
+        bad = next((i for i, m in enumerate(means) if m is None), None)
+        if bad is None:
             return None
-        return harness.geomean([m / 1e6 for m in means_us])
+        raw = self.lines.get(f"benchmark.{bad}.mean")
+        what = "is missing" if raw is None else f"({harness.shown(raw)} ns) is {NOT_A_TIME}"
+        return f"eval.py's benchmark {bad} mean {what}, so there is no score"
+
+    def score_s(self) -> float | None:
+        """The geomean of the benchmark means, in seconds (the leaderboard stage's score)."""
+        if not self.passed or self.unreadable_mean():
+            return None
+        return harness.geomean([m / 1e6 for m in self.means_us()])
 
 
 def now() -> str:
@@ -110,13 +126,21 @@ def run_stage(file: Path, mode: str, chain: str, secret: int | None, problem_dir
         stage.end_time, stage.error = now(), f"interrupted ({stop.name})"
         raise harness.Cut(stop.signum, stage) from None
     stage.end_time = now()
+    settle(stage, output)
+    return stage
+
+
+def settle(stage: Stage, output: bytes) -> None:
+    """Whether the finished stage passed, and if not, why: eval.py's check line and exit code, then, for a
+    leaderboard stage, means that give a score (a mean that is no time fails the stage loudly, never ranks)."""
     stage.passed = stage.lines.get("check") == "pass" and stage.code in (0, harness.FAILED) and not stage.error
+    if stage.passed and stage.mode == "leaderboard" and stage.unreadable_mean():
+        stage.passed, stage.error = False, stage.unreadable_mean()
     if not stage.passed and not stage.error:
         failures = [v for k, v in stage.lines.items() if k.endswith(".error")]
         tail = output.decode("utf-8", "replace").strip().splitlines()
         stage.error = (failures[0] if failures else
                        f"eval.py exited {stage.code} with no check line ({tail[-1] if tail else 'no output'})")
-    return stage
 
 
 def _run_stage_in(stage: Stage, file: Path, secret: int | None, problem_dir: Path, echo) -> bytes:

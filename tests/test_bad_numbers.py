@@ -298,23 +298,34 @@ def test_a_blank_history_setting_refuses_the_history_in_one_sentence_naming_it(t
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("mean", ["nan", "inf", "1e-300", "0.0", str(HUGE), "1.2.3", "٣"],
-                         ids=["nan", "inf", "tiny", "zero", "huge", "two-dots", "arabic-three"])
-def test_a_judged_mean_that_is_no_time_gives_no_score_and_a_readable_history_line(tmp_path, mean):
-    """The judge reads eval.py's benchmark means as the runner would; one that is no time (it used to write
-    score_us 1e-300 * 1e3 or crash on float('1.2.3')) leaves the stage unscored, and its line still reads."""
+@pytest.mark.parametrize("chain", ["public", "secret"])
+@pytest.mark.parametrize("mean", ["nan", "inf", "1e-300", "0.0", str(HUGE), "1.2.3", "\u0663", None],
+                         ids=["nan", "inf", "tiny", "zero", "huge", "two-dots", "arabic-three", "missing"])
+def test_a_judged_mean_that_is_no_time_fails_its_stage_in_one_sentence(tmp_path, mean, chain):
+    """The judge reads eval.py's benchmark means as the history will; one that is no time (it used to print
+    'secret inf us', write a score_us the reader then skipped, or crash on float('1.2.3')) fails its leaderboard
+    stage, named, so the verdict is failed or hidden and the history line still reads."""
     from scripts import judge
 
-    lines = {"benchmark-count": "2", "benchmark.0.mean": "8000.0", "benchmark.1.mean": mean}
-    stage = judge.Stage(chain="public", mode="leaderboard", passed=True, lines=lines)
-    assert stage.score_s() is None
-    good = judge.Stage(chain="public", mode="leaderboard", passed=True, lines={**lines, "benchmark.1.mean": "2000.0"})
-    assert good.score_s() == pytest.approx(4e-6)  # the geomean of 8 and 2 us
-    record = {"runner": "NVIDIA H200", "file": "submission.py", "verdict": "ranked", "public_s": stage.score_s(),
-              "secret_s": good.score_s(), "secret_seed": 5, "hidden_by": None,
-              "runs": [{"mode": "leaderboard", "secret": s is good, "runner": "NVIDIA H200", "passed": True,
-                        "score": s.score_s()} for s in (stage, good)]}
+    def leaderboard_stage(which, second):
+        lines = {"check": "pass", "benchmark-count": "2", "benchmark.0.mean": "8000.0"}
+        lines.update({} if second is None else {"benchmark.1.mean": second})
+        stage = judge.Stage(chain=which, mode="leaderboard", code=0, lines=lines)
+        judge.settle(stage, b"")
+        return stage
+
+    good, bad = leaderboard_stage(chain, "2000.0"), leaderboard_stage(chain, mean)
+    assert good.passed and good.score_s() == pytest.approx(4e-6)  # the geomean of 8 and 2 us
+    assert not bad.passed and bad.score_s() is None and "benchmark 1 mean" in bad.error
+    other = leaderboard_stage("secret" if chain == "public" else "public", "2000.0")
+    chains = {chain: [bad], other.chain: [other]}
+    record = judge._record(tmp_path / "submission.py", "NVIDIA H200", True, 5, chains)
+    assert record["verdict"] == ("failed" if chain == "public" else "hidden")
+    sentence = judge.verdict_sentence(record)
+    assert "benchmark 1 mean" in sentence and "\n" not in sentence
     path = tmp_path / "h.jsonl"
     history.append_entry(history.judge_entry(record), path)
     entry, = history.read_entries(path, warn=pytest.fail)
-    assert entry["geomean_us"] is None and [r["score_us"] for r in entry["runs"]] == [None, pytest.approx(4.0)]
+    assert entry["geomean_us"] is None
+    scores = {r["secret"]: r["score_us"] for r in entry["runs"]}
+    assert scores[chain == "secret"] is None and scores[chain != "secret"] == pytest.approx(4.0)

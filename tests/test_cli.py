@@ -216,14 +216,32 @@ def test_one_case_across_the_history_reads_every_form_it_was_written_in():
     new = history.eval_entry({"mode": "leaderboard", "passed": True, "geomean_us": 2.0, "cases": [
         {"fields": harness.parse_tests("B: 1; D: 1536; S: 2048; W: 4; seed: 2146")[0].fields(),
          "stats_ns": {"mean": 6500.0}}]}, ROOT / "submission.py", "NVIDIA H200")
-    bad = {**new, "timed_cases": [{**new["timed_cases"][0], "mean_us": 1e-300}]}  # read as no time, never ranked
-    series = history.case_series(entries + [new, bad], "1x1536x2048x4")
-    assert [(r["source"], r["mean_us"]) for r in series] == [("eval", 7.0), ("compare", 7.8), ("popcorn", 7.84),
-                                                             ("eval", 6.5)]
-    assert history.case_series(entries, "1x768x512x3")[0]["mean_us"] == 3.1  # compare's /W3 form
-    assert history.case_series(entries, "1x768x512x4") == []
-    table = history.format_case_series("1x1536x2048x4", series).splitlines()
-    assert table[-1].split()[-2:] == ["0.929", "submission.py"]  # 6.5 / 7.0, the first on that GPU
+    case = new["timed_cases"][0]
+    left_out = [{**new, "timed_cases": [{**case, "mean_us": bad}]} for bad in (1e-300, "3.0", True)]
+    left_out.append({**new, "timed_cases": [{**case, "B": "1"}]})  # a size that is not an integer
+    series = history.case_series(entries + left_out + [new], "1x1536x2048x4")
+    assert [(r["source"], r["mean_us"]) for r in series["runs"]] == [("eval", 7.0), ("compare", 7.8),
+                                                                      ("popcorn", 7.84), ("eval", 6.5)]
+    assert series["unreadable"] == 4
+    assert history.case_series(entries, "1x768x512x3")["runs"][0]["mean_us"] == 3.1  # compare's /W3 form
+    assert history.case_series(entries, "1x768x512x4") == {"label": "1x768x512x4", "runs": [], "unreadable": 0}
+
+
+def test_one_case_s_table_sets_each_time_beside_the_first_passing_run_of_its_file_and_gpu():
+    def run(gpu, file, outcome, us):
+        return {"time": "2026-12-07T00:00:00+00:00", "commit": "abc1234", "gpu": gpu, "source": "eval",
+                "mode": "leaderboard", "outcome": outcome, "file": file, "mean_us": us}
+
+    runs = [run("H200", "submission.py", "interrupted", 30.0), run("H200", "submission.py", "pass", 10.0),
+            run("H100", "submission.py", "pass", 20.0), run("H200", "variants/v.py", "pass", 5.0),
+            run("H200", "submission.py", "fail", 2.0), run("H200", "submission.py", "pass", 9.0),
+            run("NVIDIA H100 80GB HBM3 with a long name", "submission.py", "pass", 4.0)]
+    table = history.format_case_series({"label": "1x64x64x4", "runs": runs, "unreadable": 1}).splitlines()
+    rows = [line.split() for line in table[2:-1]]
+    assert [row[-2] for row in rows] == ["-", "1.000", "1.000", "1.000", "0.200", "0.900", "1.000"]
+    assert [row[-4] for row in rows] == ["interrupted", "pass", "pass", "pass", "fail", "pass", "pass"]
+    assert len({line.index("  submission.py") for line in table[2:-1] if "submission.py" in line}) == 1
+    assert table[-1].startswith("1 timed case(s) in the history left out")
 
 
 def test_best_public_is_the_lowest_public_ranked_score_on_that_gpu():
@@ -250,12 +268,13 @@ def test_history_command_and_plot_message(tmp_path, monkeypatch):
     history.append_entry({"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 13.0,
                           "outcome": "pass"}, path)
     result = CliRunner().invoke(cli.cli, ["history", "--case", "1x64x64"])
-    assert result.exit_code == 0 and result.output.startswith("no run in") and "timed 1x64x64x4" in result.output
+    assert result.exit_code == 0 and result.output.startswith("no line of") and "time of 1x64x64x4" in result.output
     history.append_entry({"time": "2026-12-03T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 3.0,
                           "outcome": "pass", "source": "eval", "mode": "leaderboard", "file": "submission.py",
                           "timed_cases": [{"B": 1, "D": 64, "S": 64, "W": 4, "mean_us": 3.0}]}, path)
     result = CliRunner().invoke(cli.cli, ["history", "--case", "1x64x64x4"])
-    assert result.exit_code == 0 and result.output.splitlines()[-1].split()[-3:] == ["3.00", "1.000", "submission.py"]
+    assert result.exit_code == 0 and result.output.splitlines()[-1].split()[-4:] == ["pass", "3.00", "1.000",
+                                                                                      "submission.py"]
     for args, message in ((["--case", "1x64"], "--case: shape '1x64' is not BxDxS"),
                           (["--case", "1x64x64", "--plot", str(tmp_path / "p.png")], "give one of them")):
         result = CliRunner().invoke(cli.cli, ["history", *args])

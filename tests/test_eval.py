@@ -79,6 +79,21 @@ def test_parse_tests_names_the_bad_line(text, message):
         harness.parse_tests(text)
 
 
+@pytest.mark.parametrize("value,expect", [
+    ("abc", "'abc'"),
+    (12, "12"),
+    (None, "None"),
+    ("x" * 100, "'" + "x" * 78 + "'... (100 characters)"),
+    (10 ** 400, "1" + "0" * 79 + "... (401 characters)"),
+    ("\x00" * 300, "'" + "\\x00" * 19 + "'... (300 characters)"),  # escapes count as what is shown
+    ("\U000e0000" * 200, "'" + "\\U000e0000" * 7 + "'... (200 characters)"),
+], ids=["text", "int", "none", "long-text", "400-digits", "control-characters", "tag-characters"])
+def test_a_value_in_a_message_is_one_short_line(value, expect):
+    """Bad values are named in messages through eval.shown: text quoted, anything else as its repr, never
+    more than 80 characters of it, however many escapes its repr takes."""
+    assert harness.shown(value) == expect
+
+
 def test_secret_seed_combination():
     assert harness.combine_seed(2146, 7) == 2146 + (2146 + 7) * (2146 + 7 + 1) // 2
     assert harness.combine_seed(0, 0) == 0
