@@ -134,8 +134,9 @@ def settle(stage: Stage, output: bytes) -> None:
     """Whether the finished stage passed, and if not, why: eval.py's check line and exit code, then, for a
     leaderboard stage, means that give a score (a mean that is no time fails the stage loudly, never ranks)."""
     stage.passed = stage.lines.get("check") == "pass" and stage.code in (0, harness.FAILED) and not stage.error
-    if stage.passed and stage.mode == "leaderboard" and stage.unreadable_mean():
-        stage.passed, stage.error = False, stage.unreadable_mean()
+    unscored = stage.passed and stage.mode == "leaderboard" and stage.unreadable_mean()
+    if unscored:
+        stage.passed, stage.error = False, unscored
     if not stage.passed and not stage.error:
         failures = [v for k, v in stage.lines.items() if k.endswith(".error")]
         tail = output.decode("utf-8", "replace").strip().splitlines()
