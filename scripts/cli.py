@@ -11,6 +11,7 @@ command table says which command takes which.
 """
 import dataclasses
 import datetime
+import importlib.util
 import json
 import math
 import os
@@ -725,6 +726,12 @@ def history_cmd(plot_file, case_text):
         click.echo(f"no readable entry in {history.HISTORY}" if history.HISTORY.exists()
                    else f"no history yet in {history.HISTORY}")
         return
+    if plot_file is not None:  # refused before anything is printed, so a refusal is the whole output
+        if not history.plot_series(entries):
+            raise click.ClickException(f"--plot {plot_file}: nothing to draw, {history.HISTORY} holds no passing "
+                                       f"geomean of a submission yet; no picture written")
+        if importlib.util.find_spec("matplotlib") is None:
+            raise click.ClickException("history --plot needs matplotlib: pip install matplotlib")
     if label is not None:
         series = history.case_series(entries, label)
         click.echo(history.format_case_series(series) if series["runs"] or series["unreadable"]
@@ -736,7 +743,7 @@ def history_cmd(plot_file, case_text):
     if plot_file:
         try:
             history.plot(entries, plot_file)
-        except ImportError as error:
+        except ImportError as error:  # found but broken: one sentence still
             raise click.ClickException(str(error)) from None
         except (OSError, ValueError) as error:
             raise click.ClickException(f"--plot {plot_file} could not be written: {error}") from None

@@ -258,6 +258,13 @@ def test_the_deadline_is_said_in_utc(tmp_path, deadline, said):
     assert said in sentence
 
 
+def test_with_no_server_to_ask_the_last_known_deadline_is_said_beside_it(tmp_path):
+    """POPCORN_API_URL unset: the deadline goes unchecked, and the sentence says when the board last closed,
+    so a dry run on a closed board is not read as a green light."""
+    board, sentence = leaderboard.ask_board(environ={}, home=tmp_path)
+    assert board is None and "was not asked" in sentence and "closed on 2026-03-15 01:00 UTC" in sentence
+
+
 # ----------------------------------------------------------------------------- 8. ~/.popcorn.yaml
 
 

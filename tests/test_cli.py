@@ -265,8 +265,19 @@ def test_history_command_and_plot_message(tmp_path, monkeypatch):
     monkeypatch.setattr(history, "HISTORY", path)
     result = CliRunner().invoke(cli.cli, ["history"])
     assert result.exit_code == 0 and "no history yet" in result.output
+    history.append_entry({"time": "2026-12-01T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": None,
+                          "outcome": "fail"}, path)
+    result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
+    assert result.exit_code != 0 and "nothing to draw" in result.output and not (tmp_path / "p.png").exists()
     history.append_entry({"time": "2026-12-02T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 13.0,
                           "outcome": "pass"}, path)
+    real_find_spec = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib"
+                        else real_find_spec(name, *a))
+    result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
+    assert result.exit_code != 0 and result.output.strip().splitlines() == [
+        "Error: history --plot needs matplotlib: pip install matplotlib"]  # refused before the table is printed
+    monkeypatch.setattr(cli.importlib.util, "find_spec", real_find_spec)
     result = CliRunner().invoke(cli.cli, ["history", "--case", "1x64x64"])
     assert result.exit_code == 0 and result.output.startswith("no line of") and "time of 1x64x64x4" in result.output
     history.append_entry({"time": "2026-12-03T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": 3.0,
