@@ -249,7 +249,8 @@ def bench(file, tests_file, json_out, timeout):
 @click.option("--no-reference", is_flag=True, help="skip the slow cuDNN reference")
 @out_option("compare.json and compare.png", "results/runs/compare/GPU")
 def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
-    """Time FILE beside the copies of x, the reference, torch.compile, Dao's kernel and the variants."""
+    """Time FILE beside the copies of x, the reference, torch.compile, the peers installed (Dao-AILab's
+    causal-conv1d, flash-linear-attention's kernels) and the variants."""
     require_gpu("compare")
     from scripts import compare as cmp
 
@@ -550,7 +551,8 @@ def submit(file, mode, gpu, board, yes, dry_run):
 @click.argument("compare_json", required=False, default=ROOT / "results" / "nvidia-h200" / "compare.json",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def estimate_cmd(compare_json):
-    """What the B200 would say, from a recorded compare run: a range, each end's method, its rank (an estimate)."""
+    """What the B200 would say, from a recorded compare run (default results/nvidia-h200/compare.json): a range,
+    each end's method, its rank (an estimate). It only prints; compare and judge keep theirs in the history."""
     try:
         click.echo(estimate.format_estimate(estimate.estimate(estimate.read_record(compare_json))))
     except estimate.EstimateError as error:
