@@ -167,8 +167,9 @@ def case_times(entry: dict) -> list[dict]:
 
 def case_series(entries: list[dict], label: str) -> dict:
     """One case (a BxDxSxW label) across the history, oldest first: {"label", "runs": each timed run of it as
-    a record of when, where, what and how it ended, with its mean_us, "unreadable": how many timed cases were
-    left out because their sizes are not integers or their time is no time the reader takes (1e-300, text)}."""
+    a record of when, where, what, its published seed ("secret": a secret seed was combined with it) and how
+    it ended, with its mean_us, "unreadable": how many timed cases were left out because their sizes are not
+    integers or their time is no time the reader takes (1e-300, text)}."""
     runs, unreadable = [], 0
     for entry in entries:
         for case in case_times(entry):
@@ -182,13 +183,15 @@ def case_series(entries: list[dict], label: str) -> dict:
             if us is None:
                 unreadable += 1
                 continue
+            secret = case.get("timed_seed") not in (None, case.get("seed"))
             runs.append({key: entry.get(key) for key in ("time", "commit", "gpu", "source", "mode", "outcome",
-                                                          "file")} | {"mean_us": us})
+                                                          "file")}
+                        | {"seed": case.get("seed"), "secret": secret, "mean_us": us})
     return {"label": label, "runs": runs, "unreadable": unreadable}
 
 
-_CASE_COLUMNS = (("time", 26), ("commit", 15), ("gpu", 22), ("source", 9), ("mode", 13), ("outcome", 13),
-                 ("mean us", -10), ("vs first", -10))  # width; negative: right-aligned
+_CASE_COLUMNS = (("time", 26), ("commit", 15), ("gpu", 22), ("source", 9), ("mode", 13), ("seed", 14),
+                 ("outcome", 13), ("mean us", -10), ("vs first", -10))  # width; negative: right-aligned
 
 
 def _case_row(cells: list[str], file: str) -> str:
@@ -210,7 +213,8 @@ def format_case_series(series: dict) -> str:
             first.setdefault(key, run["mean_us"])
         ratio = f"{run['mean_us'] / first[key]:.3f}" if key in first else "-"
         cells = [str(run[k] if run[k] is not None else "?") for k in ("time", "commit", "gpu", "source", "mode",
-                                                                       "outcome")]
+                                                                       "seed", "outcome")]
+        cells[5] += "+secret" if run["secret"] else ""  # the runner's secret seed combined with the published one
         rows.append(_case_row(cells + [f"{run['mean_us']:.2f}", ratio], Path(str(run["file"] or "?")).name))
     if series["unreadable"]:
         rows.append(f"{series['unreadable']} timed case(s) in the history left out: a size that is not an integer"

@@ -219,9 +219,11 @@ def test_one_case_across_the_history_reads_every_form_it_was_written_in():
     case = new["timed_cases"][0]
     left_out = [{**new, "timed_cases": [{**case, "mean_us": bad}]} for bad in (1e-300, "3.0", True)]
     left_out.append({**new, "timed_cases": [{**case, "B": "1"}]})  # a size that is not an integer
-    series = history.case_series(entries + left_out + [new], "1x1536x2048x4")
-    assert [(r["source"], r["mean_us"]) for r in series["runs"]] == [("eval", 7.0), ("compare", 7.8),
-                                                                      ("popcorn", 7.84), ("eval", 6.5)]
+    secret = {**new, "timed_cases": [{**case, "timed_seed": harness.combine_seed(2146, 9), "mean_us": 6.6}]}
+    series = history.case_series(entries + left_out + [new, secret], "1x1536x2048x4")
+    assert [(r["source"], r["seed"], r["secret"], r["mean_us"]) for r in series["runs"]] == [
+        ("eval", 2146, False, 7.0), ("compare", None, False, 7.8), ("popcorn", 2146, False, 7.84),
+        ("eval", 2146, False, 6.5), ("eval", 2146, True, 6.6)]  # two seeds of one case, told apart
     assert series["unreadable"] == 4
     assert history.case_series(entries, "1x768x512x3")["runs"][0]["mean_us"] == 3.1  # compare's /W3 form
     assert history.case_series(entries, "1x768x512x4") == {"label": "1x768x512x4", "runs": [], "unreadable": 0}
@@ -230,7 +232,8 @@ def test_one_case_across_the_history_reads_every_form_it_was_written_in():
 def test_one_case_s_table_sets_each_time_beside_the_first_passing_run_of_its_file_and_gpu():
     def run(gpu, file, outcome, us):
         return {"time": "2026-12-07T00:00:00+00:00", "commit": "abc1234", "gpu": gpu, "source": "eval",
-                "mode": "leaderboard", "outcome": outcome, "file": file, "mean_us": us}
+                "mode": "leaderboard", "outcome": outcome, "file": file, "mean_us": us, "seed": 2146,
+                "secret": outcome == "fail"}
 
     runs = [run("H200", "submission.py", "interrupted", 30.0), run("H200", "submission.py", "pass", 10.0),
             run("H100", "submission.py", "pass", 20.0), run("H200", "variants/v.py", "pass", 5.0),
@@ -240,6 +243,7 @@ def test_one_case_s_table_sets_each_time_beside_the_first_passing_run_of_its_fil
     rows = [line.split() for line in table[2:-1]]
     assert [row[-2] for row in rows] == ["-", "1.000", "1.000", "1.000", "0.200", "0.900", "1.000"]
     assert [row[-4] for row in rows] == ["interrupted", "pass", "pass", "pass", "fail", "pass", "pass"]
+    assert [row[-5] for row in rows] == ["2146"] * 4 + ["2146+secret"] + ["2146"] * 2
     assert len({line.index("  submission.py") for line in table[2:-1] if "submission.py" in line}) == 1
     assert table[-1].startswith("1 timed case(s) in the history left out")
 
