@@ -1152,30 +1152,38 @@ class HumanReporter:
     def __init__(self, out=None):
         self.out = out if out is not None else sys.stdout  # the run's stdout, which may be a ReaderGoneStream
         self.said = set()
+        self.last_reason = None
 
     def say(self, text=""):
         print(text, file=self.out, flush=True)
 
     def _once(self, text, prefix):
-        if text not in self.said:  # a note or an import failure shared by every case is said once
+        if text not in self.said:  # a note shared by every case is said once
             self.said.add(text)
             self.say(prefix + text)
 
+    def _reason(self, text, again, previous):
+        """A failed case always shows its reason: in full, or pointing up when the case just above failed alike."""
+        self.say("         " + (again if text == previous else text))
+        self.last_reason = text
+
     def begin(self, mode, cases):
+        self.last_reason = None
         self.say(f"== {mode}: {len(cases)} case{'s' if len(cases) != 1 else ''}")
 
     def case(self, mode, index, record):
         spec = record["spec"]
         wall = f"  ({record['wall_s']:.1f} s)" if record["wall_s"] is not None else ""
+        previous, self.last_reason = self.last_reason, None
         if not record["ran"]:
             self.say(f"  [not run] {spec}")
-            self._once(record["error"], "         ")
+            self._reason(record["error"], "(the same reason as above)", previous)
             return
         stats = record.get("stats_ns")
         if not record["ok"] or stats is None:
             self.say(f"  [{'pass' if record['ok'] else 'FAIL'}] {spec}{wall}")
             if record["error"]:
-                self._once(record["error"], "         ")
+                self._reason(record["error"], "(the same error as above)", previous)
             if record["detail"]:
                 self.say(f"         {record['detail']}")
             for note in record["notes"]:

@@ -286,6 +286,24 @@ def test_an_import_failure_fails_the_run_and_is_reported_once(tmp_path):
     assert text.count("No module named 'not_a_real_module'") == 1 and text.count("[not run]") == 2
 
 
+def test_every_failed_case_shows_its_reason_in_full_or_pointing_to_the_same_one_just_above(tmp_path):
+    passed, cases, text = suite(tmp_path, """
+        def custom_kernel(data):
+            raise ValueError("odd D" if data[0].shape[1] % 2 else "even D")
+    """, text=TINY + "B: 1; D: 6; S: 8; W: 4; seed: 4\n")
+    assert not passed and [c["error"].endswith(" D") for c in cases] == [True] * 4
+    reasons = [line.strip() for line in text.splitlines() if line.startswith("         ")]
+    assert reasons == ["custom_kernel raised ValueError: even D", "custom_kernel raised ValueError: odd D",
+                       "custom_kernel raised ValueError: even D", "(the same error as above)"]
+
+
+def test_cases_not_run_after_an_import_failure_point_to_its_reason(tmp_path):
+    _, _, text = suite(tmp_path, "import not_a_real_module\n")
+    lines = text.splitlines()
+    assert [lines[i + 1].strip() for i, line in enumerate(lines) if "[not run]" in line] == \
+        ["(the same reason as above)"] * 2
+
+
 def run_eval(args, fd_out=None, env_extra=None, cwd=ROOT):
     env = {k: v for k, v in os.environ.items() if k not in ("POPCORN_FD", "POPCORN_SEED")}
     env.update(env_extra or {})
