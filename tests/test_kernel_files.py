@@ -106,10 +106,20 @@ SEAM = set(registry.SEAM_REQUIRES) | set(registry.SEAM_OFFERS)
 TRITON_FILES = [path for path in KERNEL_FILES if not uses_helion(path)]
 
 
+def parsed(path) -> ast.Module | None:
+    """The file's syntax tree, or None where it does not parse: the file's own tests fail and name it, while
+    the names gathered across all files at collection skip it, so one broken variant cannot stop the suite."""
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError:
+        return None
+
+
 def top_level_names(path) -> set[str]:
     """Every name a file binds at its top level: functions, classes, assignments (tuples unpacked)."""
     names = set()
-    for node in ast.parse(path.read_text()).body:
+    tree = parsed(path)
+    for node in tree.body if tree else []:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
@@ -126,6 +136,10 @@ OUTSIDE_KERNEL_FILES = sorted(set(ROOT.glob("*.py")) | set(ROOT.glob("scripts/*.
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
 def test_every_kernel_file_defines_what_the_seam_requires(path):
+    try:
+        compile(path.read_text(), str(path), "exec")
+    except SyntaxError as error:
+        pytest.fail(f"{path.name} does not parse: {error.msg} (line {error.lineno})")
     names = top_level_names(path)
     assert set(registry.SEAM_REQUIRES) <= names, f"{path.name} lacks {set(registry.SEAM_REQUIRES) - names}"
     if not uses_helion(path):  # a Triton tile: compare times a copy at it beside the kernel
@@ -150,11 +164,21 @@ def test_what_a_kernel_file_offers_is_what_the_seam_says_and_compare_gets_its_ti
     assert isinstance(block, int) and isinstance(warps, int)
 
 
+def test_a_kernel_file_that_does_not_parse_fails_its_own_seam_test_and_adds_no_names(tmp_path):
+    """Collection gathers every kernel file's names; a SyntaxError there once stopped the whole suite."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def custom_kernel(data):\n    return (\n")
+    assert parsed(broken) is None and top_level_names(broken) == set()
+    with pytest.raises(pytest.fail.Exception, match=r"broken.py does not parse: '\(' was never closed \(line 2\)"):
+        test_every_kernel_file_defines_what_the_seam_requires(broken)
+
+
 def test_tools_and_variants_use_no_name_of_a_kernel_file_outside_the_seam():
     """Attribute names the tools and the variants use that a kernel file defines: each is the seam's."""
     used = {}
     for path in sorted(ROOT.glob("scripts/*.py")) + sorted(ROOT.glob("variants/*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = parsed(path)  # a variant that does not parse fails its own tests above, by name
+        for node in ast.walk(tree) if tree else []:
             if isinstance(node, ast.Attribute) and node.attr in KERNEL_NAMES and node.attr not in SEAM:
                 used.setdefault(node.attr, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not used, f"names outside registry.SEAM_OFFERS: {used}"
