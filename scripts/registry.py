@@ -29,7 +29,8 @@ SEAM_OFFERS = {
     "launch": "launch(x, weight, bias, out, *config): the kernel at one config of CONFIG_SPACE (tiles, tune)",
     "CONFIG_SPACE": "list of every config launch is built for (tiles, tune)",
     "CONFIGS": "dict (gpu, B, D, S, W) -> (BLOCK, num_warps): the measured table tune rewrites and sweeps through",
-    "tile_for": "tile_for(data) -> (BLOCK, num_warps) custom_kernel launches there (compare's same-tile copy)",
+    "tile_for": "tile_for(data) -> (BLOCK, num_warps) custom_kernel launches there (compare's same-tile copy); "
+                "None in a file that launches no tiled kernel (plain torch), which then gets no same-tile copy",
     "heuristic_config": "heuristic_config(B, D, S, W) -> (BLOCK, num_warps) where no table entry or search applies",
     "gpu_key": "gpu_key(device_index) -> the config tables' name of a GPU",
     "gpu_of": "gpu_of(x) -> the config tables' name of the device x lives on",

@@ -142,8 +142,9 @@ def test_every_kernel_file_defines_what_the_seam_requires(path):
         pytest.fail(f"{path.name} does not parse: {error.msg} (line {error.lineno})")
     names = top_level_names(path)
     assert set(registry.SEAM_REQUIRES) <= names, f"{path.name} lacks {set(registry.SEAM_REQUIRES) - names}"
-    if not uses_helion(path):  # a Triton tile: compare times a copy at it beside the kernel
-        assert "tile_for" in names, f"{path.name} offers no tile_for, so compare gives it no same-tile column"
+    if not uses_helion(path):  # a Triton or CUDA tile: compare times a copy at it beside the kernel
+        assert "tile_for" in names, (f"{path.name} offers no tile_for, so compare gives it no same-tile column "
+                                     "(a file that launches no tiled kernel says so with tile_for = None)")
 
 
 @pytest.mark.parametrize("path", TRITON_FILES, ids=[str(p.relative_to(ROOT)) for p in TRITON_FILES])
@@ -160,8 +161,35 @@ def test_what_a_kernel_file_offers_is_what_the_seam_says_and_compare_gets_its_ti
             assert callable(offered) == meaning.startswith(f"{name}("), f"{path.name}: {name} is not {meaning}"
     case = harness.parse_label("1x3x40x4")
     ran = cmp.add_same_tile_copies({impl.name: (impl.kind, fn)}, [case])
+    if registry.seam_of(fn, "tile_for") is None:  # declared tile-less: no tile, so no copy beside it
+        assert impl.name not in ran
+        return
     block, warps = ran[impl.name][harness.case_label(case)]
     assert isinstance(block, int) and isinstance(warps, int)
+
+
+PLAIN_TORCH = """
+import torch
+import torch.nn.functional as F
+
+tile_for = None  # plain torch: no tile, so compare sets no same-tile copy beside it
+
+
+def custom_kernel(data):
+    x, weight, bias = data
+    W = weight.shape[1]
+    return F.conv1d(F.pad(x, (W - 1, 0)), weight.unsqueeze(1), bias, groups=x.shape[1])
+"""
+
+
+def test_a_plain_torch_kernel_file_declares_it_has_no_tile_and_passes_the_seam(tmp_path):
+    path = tmp_path / "plain_torch.py"
+    path.write_text(PLAIN_TORCH)
+    test_every_kernel_file_defines_what_the_seam_requires(path)
+    test_what_a_kernel_file_offers_is_what_the_seam_says_and_compare_gets_its_tile(path)
+    path.write_text(PLAIN_TORCH.replace("tile_for = None", "TILE = None"))
+    with pytest.raises(AssertionError, match="plain_torch.py offers no tile_for, .* tile_for = None"):
+        test_every_kernel_file_defines_what_the_seam_requires(path)
 
 
 def test_a_kernel_file_that_does_not_parse_fails_its_own_seam_test_and_adds_no_names(tmp_path):
