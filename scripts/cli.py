@@ -725,8 +725,11 @@ def history_cmd(plot_file, case_text):
             raise click.ClickException(f"--plot {plot_file}: the folder {plot_file.parent} does not exist")
     entries = read_history()
     if not entries:
-        click.echo(f"no readable entry in {history.HISTORY}" if history.HISTORY.exists()
-                   else f"no history yet in {history.HISTORY}")
+        found = (f"no readable entry in {history.HISTORY}" if history.HISTORY.exists()
+                 else f"no history yet in {history.HISTORY}")
+        if plot_file is not None:  # a picture was asked for: not drawing one is a refusal, not a quiet success
+            raise click.ClickException(f"--plot {plot_file}: nothing to draw, {found}; no picture written")
+        click.echo(found)
         return
     if plot_file is not None:  # refused before anything is printed, so a refusal is the whole output
         if not history.plot_series(entries):

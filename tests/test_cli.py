@@ -269,6 +269,9 @@ def test_history_command_and_plot_message(tmp_path, monkeypatch):
     monkeypatch.setattr(history, "HISTORY", path)
     result = CliRunner().invoke(cli.cli, ["history"])
     assert result.exit_code == 0 and "no history yet" in result.output
+    result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
+    assert result.exit_code != 0 and result.output.strip().splitlines() == [
+        f"Error: --plot {tmp_path / 'p.png'}: nothing to draw, no history yet in {path}; no picture written"]
     history.append_entry({"time": "2026-12-01T12:00:00+00:00", "gpu": "NVIDIA H200", "geomean_us": None,
                           "outcome": "fail"}, path)
     result = CliRunner().invoke(cli.cli, ["history", "--plot", str(tmp_path / "p.png")])
