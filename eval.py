@@ -1162,9 +1162,9 @@ class HumanReporter:
             self.said.add(text)
             self.say(prefix + text)
 
-    def _reason(self, text, again, previous):
+    def _reason(self, text, same_as_above, previous):
         """A failed case always shows its reason: in full, or pointing up when the case just above failed alike."""
-        self.say("         " + (again if text == previous else text))
+        self.say("         " + (same_as_above if text == previous else text))
         self.last_reason = text
 
     def begin(self, mode, cases):

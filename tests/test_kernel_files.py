@@ -20,8 +20,14 @@ HAS_HELION = importlib.util.find_spec("helion") is not None
 KERNEL_FILES = registry.submission_files() + registry.variant_files()
 
 
+def source(path) -> str:
+    """The file's text; bytes that are not UTF-8 read as U+FFFD, so such a file fails its own tests (eval.py
+    names the byte) instead of stopping the suite at collection."""
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
 def uses_helion(path) -> bool:
-    return "HELION_INTERPRET" in harness.interpreter_env(path.read_text())
+    return "HELION_INTERPRET" in harness.interpreter_env(source(path))
 
 
 def test_the_registry_finds_every_variant_and_skips_helpers():
@@ -34,13 +40,13 @@ def test_every_helion_variant_runs_under_helions_interpreter():
     """A variant built on the Helion submission must say so by importing helion, or eval.py would run
     it under Triton's interpreter on the CPU, where Helion refuses to run."""
     for path in registry.variant_files():
-        if "_helion_tile" in path.read_text():
+        if "_helion_tile" in source(path):
             assert uses_helion(path), path.name
 
 
 def test_no_variant_imports_the_tools():
     for path in sorted((ROOT / "variants").glob("*.py")):  # the helpers (_*.py) too
-        assert "from scripts" not in path.read_text() and "import scripts" not in path.read_text(), path.name
+        assert "from scripts" not in source(path) and "import scripts" not in source(path), path.name
 
 
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
@@ -54,7 +60,7 @@ def test_every_kernel_file_passes_the_task_tests(path):
     assert proc.stdout.count("[pass]") == 5
 
 
-TILED = [path for path in KERNEL_FILES if not uses_helion(path) and "CONFIG_SPACE" in path.read_text()]
+TILED = [path for path in KERNEL_FILES if not uses_helion(path) and "CONFIG_SPACE" in source(path)]
 # Rows that do not fill a tile, S not a multiple of any BLOCK (and, for TMA and CUDA, of 4: their fallback),
 # D*B odd, W 2 to 13 (a halo of one, two and three groups of 4).
 ODD_SHAPES = [(1, 3, 300, 4), (2, 5, 36, 3), (1, 3, 37, 4), (1, 2, 64, 8), (1, 2, 136, 13)]
@@ -110,8 +116,8 @@ def parsed(path) -> ast.Module | None:
     """The file's syntax tree, or None where it does not parse: the file's own tests fail and name it, while
     the names gathered across all files at collection skip it, so one broken variant cannot stop the suite."""
     try:
-        return ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError:
+        return ast.parse(source(path), filename=str(path))
+    except SyntaxError:  # a NUL byte too, on Python 3.11
         return None
 
 
@@ -137,7 +143,7 @@ OUTSIDE_KERNEL_FILES = sorted(set(ROOT.glob("*.py")) | set(ROOT.glob("scripts/*.
 @pytest.mark.parametrize("path", KERNEL_FILES, ids=[str(p.relative_to(ROOT)) for p in KERNEL_FILES])
 def test_every_kernel_file_defines_what_the_seam_requires(path):
     try:
-        compile(path.read_text(), str(path), "exec")
+        ast.parse(source(path), filename=str(path))
     except SyntaxError as error:
         pytest.fail(f"{path.name} does not parse: {error.msg} (line {error.lineno})")
     names = top_level_names(path)
@@ -199,6 +205,9 @@ def test_a_kernel_file_that_does_not_parse_fails_its_own_seam_test_and_adds_no_n
     assert parsed(broken) is None and top_level_names(broken) == set()
     with pytest.raises(pytest.fail.Exception, match=r"broken.py does not parse: '\(' was never closed \(line 2\)"):
         test_every_kernel_file_defines_what_the_seam_requires(broken)
+    latin = tmp_path / "latin.py"  # not UTF-8: eval.py refuses it by name; collection reads past it
+    latin.write_bytes(b"# caf\xe9\ndef custom_kernel(data):\n    return data\n")
+    assert not uses_helion(latin) and top_level_names(latin) == {"custom_kernel"}
 
 
 def test_tools_and_variants_use_no_name_of_a_kernel_file_outside_the_seam():
@@ -250,7 +259,7 @@ def test_every_tiled_kernel_file_gives_each_config_its_own_label():
     two configs the record kept one (run97)."""
     from scripts import tiles
 
-    files = [p for p in [ROOT / "submission.py", *registry.variant_files()] if "CONFIG_SPACE" in p.read_text()]
+    files = [p for p in [ROOT / "submission.py", *registry.variant_files()] if "CONFIG_SPACE" in source(p)]
     assert len(files) >= 5
     for name, module in tiles.load_modules(files).items():
         labels = [configs.tile_label(config) for config in module.CONFIG_SPACE]
