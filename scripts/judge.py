@@ -65,9 +65,10 @@ class Stage:
 
     def score_s(self) -> float | None:
         """The geomean of the benchmark means, in seconds (the leaderboard stage's score)."""
-        if not self.passed or self.unreadable_mean():
+        means = self.means_us()  # read once: unreadable_mean says why, this only needs whether
+        if not self.passed or not means or None in means:
             return None
-        return harness.geomean([m / 1e6 for m in self.means_us()])
+        return harness.geomean([m / 1e6 for m in means])
 
 
 def now() -> str:
