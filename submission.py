@@ -308,8 +308,9 @@ def rows_grid(B: int, D: int, spans_per_row: int, V: int, num_warps: int) -> boo
     cases. H100 run99/run100 (order alternated): level at CUDA 1024/2 on 1x1536x2048, 0.7-0.9% under at
     2048/16 there, 2.4-2.8% under at CUDA 1024/2 on 1x2560x2048, 0.1-0.3% under on 4x2560x4096. H100
     run110/run111: level at evict-first 1024/2 on 1x1536x2048, where run99/run100 put it 0.9% over (that was
-    the machine), and at most 0.45% over at any tile timed. Not split out on the H200. The 8- and 16-group tiles keep the flat walk, which packs short rows into a block; the 16-group
-    tiles are the leaderboard cases' picks."""
+    the machine), and at most 0.45% over at any tile timed. Not split out on the H200. The 8- and 16-group
+    tiles keep the flat walk, which packs short rows into a block; the 16-group tiles are the leaderboard
+    cases' picks."""
     return V <= 4 and spans_per_row % num_warps == 0 and B <= MAX_GRID_YZ and D <= MAX_GRID_YZ
 
 
