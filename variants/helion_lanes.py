@@ -32,13 +32,70 @@ SHFL = "shfl.sync.idx.b32 $0, $1, $2, 0x1f, 0xffffffff;"
 BAR = "bar.sync 0;\n\tmov.b32 $0, $1;"
 LOADS = 7  # the slots, the halo, four taps, the bias: how Helion numbers the loads for load_eviction_policies
 
-# (B, D, S, W) -> (V slots a lane, NW warps a program, x's eviction policy, the halo loaded after the barrier).
+# (B, D, S, W) -> (V slots a lane, NW warps a program, x's eviction policy, HALO): where lane 0 gets the group
+# before each slot. "each": one masked load a slot, before the barrier; "each-after": the same after it; "shift":
+# one masked load for slot 0 and, for the others, lane 31's shuffled values moved up one slot in registers.
 LANES_CONFIGS = {}
-DEFAULT_CONFIG = (8, 1, "first", False)
+DEFAULT_CONFIG = (8, 1, "first", "each")
+HALOS = ("each", "each-after", "shift")
+
+
+def columns(group, tile, n: int):
+    """[T, n, 4] -> its four columns, each [T, n]."""
+    even, odd = hl.split(group.reshape([tile, n, 2, 2]))
+    c0, c2 = hl.split(even)
+    c1, c3 = hl.split(odd)
+    return c0, c1, c2, c3
+
+
+def from_lane(col, src, INTERPRET: bool):
+    """[T, V] -> each lane gets lane src's value in the same slot: a warp shuffle, gather within 32 lanes on the CPU."""
+    if INTERPRET:
+        by_warp = [-1, 32, col.size(1)]
+        return torch.gather(col.reshape(by_warp), 1, src.reshape(by_warp).long()).reshape(col.size())
+    return hl.inline_asm_elementwise(SHFL, "=f,f,r", [col, src], dtype=torch.float32, is_pure=True, pack=1)
+
+
+def shift_slots(t, fill, tile, n: int):
+    """[T, n] -> [T, n]: slot v gets slot v - 1's value and slot 0 gets fill [T]; in registers (split and join)."""
+    if n == 1:
+        return fill.unsqueeze(1)
+    even, odd = hl.split(t.reshape([tile, n // 2, 2]))
+    return hl.join(shift_slots(odd, fill, tile, n // 2), even).reshape([tile, n])
+
+
+def barrier(INTERPRET: bool):
+    """31, from an inline bar.sync on the GPU: the shuffles' source lane reads it, so they stay after it and it
+    after every load before it (NOTES v42c)."""
+    step = hl.full([], 31, dtype=torch.int32)
+    if INTERPRET:
+        return step
+    return hl.inline_asm_elementwise(BAR, "=r,r", [step], dtype=torch.int32, is_pure=False, pack=1)
+
+
+def load_groups(x4, at, wanted, INTERPRET: bool):
+    """x4's groups at `at` ([T] or [T, V]) -> [..., 4], zero where `wanted` is false (a masked load on the GPU;
+    `at` is clamped so that even a masked-off address is in bounds).
+    Helion's reference mode takes index tensors as an outer product and its codegen broadcasts them, hence two
+    spellings; `unsqueeze`, since in a helper Helion traces `[:, None]` does not lower."""
+    if INTERPRET:
+        return torch.where(wanted.unsqueeze(-1), x4[torch.clamp(at, min=0), :], 0.0)
+    column = hl.arange(4)
+    if at.dim() == 1:
+        return hl.load(x4, [torch.clamp(at, min=0).unsqueeze(1), column.unsqueeze(0)], extra_mask=wanted.unsqueeze(1))
+    return hl.load(x4, [torch.clamp(at, min=0).unsqueeze(2), column.unsqueeze(0).unsqueeze(0)],
+                   extra_mask=wanted.unsqueeze(2))
+
+
+def load_slots(x4, at, INTERPRET: bool):
+    """x4's groups at `at` [T, V] -> [T, V, 4], every one in bounds."""
+    if INTERPRET:
+        return x4[at, :]
+    return hl.load(x4, [at.unsqueeze(2), hl.arange(4).unsqueeze(0).unsqueeze(0)])
 
 
 def conv1d_lanes(x4: torch.Tensor, w: torch.Tensor, b: torch.Tensor, groups_per_row: int, V: hl.constexpr,
-                 INTERPRET: hl.constexpr, HALO_AFTER: hl.constexpr) -> torch.Tensor:
+                 HALO: hl.constexpr, INTERPRET: hl.constexpr) -> torch.Tensor:
     """x4 [B * D * G, 4] (G = S / 4 groups a row, a multiple of 32 V), w [D, 4], b [D] -> out like x4."""
     D = w.size(0)
     G = hl.specialize(groups_per_row)
@@ -50,47 +107,37 @@ def conv1d_lanes(x4: torch.Tensor, w: torch.Tensor, b: torch.Tensor, groups_per_
         row = span // spans_per_row
         d = row % D
         slot = hl.arange(V)
-        g = ((span % spans_per_row) * (32 * V) + lane)[:, None] + 32 * slot[None, :]  # group within the row
+        g0 = (span % spans_per_row) * (32 * V) + lane  # slot 0's group within the row
+        g = g0[:, None] + 32 * slot[None, :]
         at = row[:, None] * G + g  # [T, V] groups of x4
-        column = hl.arange(4)
-        wants_halo = (lane == 0)[:, None] & (g >= 1)
-        if INTERPRET:  # Helion's reference mode takes index tensors as an outer product; its codegen broadcasts
-            slots = x4[at, :]
-            halo = torch.where(wants_halo[:, :, None], x4[torch.clamp(at - 1, min=0), :], 0.0)
-            step = hl.full([], 31, dtype=torch.int32)
-        elif HALO_AFTER:
-            slots = hl.load(x4, [at[:, :, None], column[None, None, :]])
-            step = hl.inline_asm_elementwise(BAR, "=r,r", [hl.full([], 31, dtype=torch.int32)], dtype=torch.int32,
-                                             is_pure=False, pack=1)
-            halo = hl.load(x4, [torch.clamp(at - 1, min=0)[:, :, None], column[None, None, :]],
-                           extra_mask=wants_halo[:, :, None])
+        first_lane = lane == 0
+        slots = load_slots(x4, at, INTERPRET)
+        if HALO == "each":
+            halo = load_groups(x4, at - 1, first_lane[:, None] & (g >= 1), INTERPRET)
+            step = barrier(INTERPRET)
+        elif HALO == "each-after":
+            step = barrier(INTERPRET)
+            halo = load_groups(x4, at - 1, first_lane[:, None] & (g >= 1), INTERPRET)
         else:
-            slots = hl.load(x4, [at[:, :, None], column[None, None, :]])
-            halo = hl.load(x4, [torch.clamp(at - 1, min=0)[:, :, None], column[None, None, :]],
-                           extra_mask=wants_halo[:, :, None])
-            # The shuffles read the barrier's output, so they stay after it, and it after every load.
-            step = hl.inline_asm_elementwise(BAR, "=r,r", [hl.full([], 31, dtype=torch.int32)], dtype=torch.int32,
-                                             is_pure=False, pack=1)
+            halo = load_groups(x4, row * G + g0 - 1, first_lane & (g0 >= 1), INTERPRET)
+            step = barrier(INTERPRET)
         src = ((lane + step) % 32).to(torch.int32)[:, None] + 0 * slot[None, :].to(torch.int32)  # lane l - 1
-        even, odd = hl.split(slots.reshape([tile, V, 2, 2]))
-        c0, c2 = hl.split(even)
-        c1, c3 = hl.split(odd)
-        halo_even, halo_odd = hl.split(halo.reshape([tile, V, 2, 2]))
-        _, h2 = hl.split(halo_even)
-        h1, h3 = hl.split(halo_odd)
-        first_lane = (lane == 0)[:, None]
-        if INTERPRET:
-            by_warp = [-1, 32, V]
-            p1 = torch.where(first_lane, h1, torch.gather(c1.reshape(by_warp), 1, src.reshape(by_warp).long()).reshape([-1, V]))
-            p2 = torch.where(first_lane, h2, torch.gather(c2.reshape(by_warp), 1, src.reshape(by_warp).long()).reshape([-1, V]))
-            p3 = torch.where(first_lane, h3, torch.gather(c3.reshape(by_warp), 1, src.reshape(by_warp).long()).reshape([-1, V]))
+        c0, c1, c2, c3 = columns(slots, tile, V)
+        s1 = from_lane(c1, src, INTERPRET)
+        s2 = from_lane(c2, src, INTERPRET)
+        s3 = from_lane(c3, src, INTERPRET)
+        if HALO == "shift":  # lane 0 of slot v wants lane 31 of slot v - 1; of slot 0, the halo
+            halo_even, halo_odd = hl.split(halo.reshape([tile, 2, 2]))
+            _, h2 = hl.split(halo_even)
+            h1, h3 = hl.split(halo_odd)
+            p1 = torch.where(first_lane[:, None], shift_slots(s1, h1, tile, V), s1)
+            p2 = torch.where(first_lane[:, None], shift_slots(s2, h2, tile, V), s2)
+            p3 = torch.where(first_lane[:, None], shift_slots(s3, h3, tile, V), s3)
         else:
-            p1 = torch.where(first_lane, h1, hl.inline_asm_elementwise(SHFL, "=f,f,r", [c1, src], dtype=torch.float32,
-                                                                       is_pure=True, pack=1))
-            p2 = torch.where(first_lane, h2, hl.inline_asm_elementwise(SHFL, "=f,f,r", [c2, src], dtype=torch.float32,
-                                                                       is_pure=True, pack=1))
-            p3 = torch.where(first_lane, h3, hl.inline_asm_elementwise(SHFL, "=f,f,r", [c3, src], dtype=torch.float32,
-                                                                       is_pure=True, pack=1))
+            _, h1, h2, h3 = columns(halo, tile, V)
+            p1 = torch.where(first_lane[:, None], h1, s1)
+            p2 = torch.where(first_lane[:, None], h2, s2)
+            p3 = torch.where(first_lane[:, None], h3, s3)
         # w[d, 3 - m] weighs lag m; the group before's columns 3, 2, 1 are lags 1, 2, 3 of column 0.
         t0 = w[d, 3][:, None]
         t1 = w[d, 2][:, None]
@@ -105,7 +152,7 @@ def conv1d_lanes(x4: torch.Tensor, w: torch.Tensor, b: torch.Tensor, groups_per_
         if INTERPRET:
             out[at, :] = result
         else:
-            hl.store(out, [at[:, :, None], column[None, None, :]], result)
+            hl.store(out, [at[:, :, None], hl.arange(4)[None, None, :]], result)
     return out
 
 
@@ -118,16 +165,16 @@ def _compiled(V: int, num_warps: int, evict: str) -> object:
 
 
 def lanes_config(B: int, D: int, S: int, W: int) -> tuple | None:
-    """(V, num_warps, evict, halo_after) for a shape this kernel serves, None for one it leaves: the table's
+    """(V, num_warps, evict, halo) for a shape this kernel serves, None for one it leaves: the table's
     entry, else the default with V cut to the spans a row holds (S a multiple of 128 V)."""
     if W != 4 or S % 128:
         return None
     if (B, D, S, W) in LANES_CONFIGS:
         return LANES_CONFIGS[(B, D, S, W)]
-    V, num_warps, evict, halo_after = DEFAULT_CONFIG
+    V, num_warps, evict, halo = DEFAULT_CONFIG
     while S % (128 * V):
         V //= 2
-    return V, num_warps, evict, halo_after
+    return V, num_warps, evict, halo
 
 
 def custom_kernel(data):
@@ -137,8 +184,7 @@ def custom_kernel(data):
     config = lanes_config(B, D, S, weight.shape[1])
     if config is None or x.numel() == 0 or x.data_ptr() % 16:
         return _base.custom_kernel((x, weight, bias))
-    V, num_warps, evict, halo_after = config
+    V, num_warps, evict, halo = config
     kernel = _compiled(V, num_warps, evict)
-    out = kernel(x.view(B * D * S // 4, 4), weight, bias, S // 4, V, os.environ.get("HELION_INTERPRET") == "1",
-                 halo_after)
+    out = kernel(x.view(B * D * S // 4, 4), weight, bias, S // 4, V, halo, os.environ.get("HELION_INTERPRET") == "1")
     return out.view(B, D, S)
