@@ -3,13 +3,14 @@ loaded again.
 
 The Helion submission loads every 16-byte group twice: the group, then the group before it (an L1 hit). Here
 lane l of a warp holds groups 32 v + l of its span (v < V slots) and takes the group before from lane l - 1
-with `shfl.sync`; lane 0, whose group before sits in lane 31 of the slot before, loads it (one masked 16-byte
-load a slot, only lane 0 active). Two things the earlier Helion attempts lacked (results/NOTES.md v42h, v42h2,
-v43h):
+with `shfl.sync`. Lane 0's group before sits in lane 31 of the slot before: HALO "each" loads it (one masked
+16-byte load a slot, only lane 0 active), "shift" moves lane 31's shuffled values up one slot in registers and
+loads only slot 0's. What the earlier Helion attempts lacked (results/NOTES.md v42h, v42h2, v43h):
 - All V slots come from one load indexed by a [T, V] tensor of groups, T = NW * 32 lanes first. Every pointer
-  dimension but the last then has contiguity 1, and Triton's coalescer, which orders ties by dimension, puts
-  the lanes and warps on T and the slots in registers: what the shuffle needs (a [NW, V, 32] load put lanes
-  on the slots, v42h; one slot a load let each store hold back the next load, v42h2).
+  dimension but the last then has contiguity 1, and Triton 3.6's coalescer, which orders such ties by
+  dimension, puts the lanes and warps on T and the slots in registers: what the shuffle needs (a [NW, V, 32]
+  load put lanes on the slots, v42h; one slot a load let each store hold back the next load, v42h2). Triton
+  3.7.1 breaks the tie the other way, so the kernel runs only under the releases in LANE_MAJOR_TRITONS.
 - One `bar.sync` after the loads, so ptxas issues every load before the first shuffle (NOTES v42c).
 The shuffle and the barrier are `hl.inline_asm_elementwise`, the Helion rules' escape hatch; the loads,
 arithmetic and stores are Helion. Under HELION_INTERPRET=1 the shuffle is `torch.gather` within each 32
@@ -22,6 +23,7 @@ import os
 import helion
 import helion.language as hl
 import torch
+import triton
 
 from variants._helion_tile import HELION_SUBMISSION
 
@@ -30,6 +32,10 @@ import eval as harness
 _base = harness.load_submission(HELION_SUBMISSION, "helion_submission_for_lanes")
 SHFL = "shfl.sync.idx.b32 $0, $1, $2, 0x1f, 0xffffffff;"
 BAR = "bar.sync 0;\n\tmov.b32 $0, $1;"
+# The Triton releases whose layout of the [T, V] operands was read (TTGIR, sm_90) to put T on the lanes: 3.6.0
+# (the runner's and the device's). 3.7.1 puts lanes on V, where a shuffle reads the wrong group, so under any
+# other release the inputs take the Helion submission's kernel.
+LANE_MAJOR_TRITONS = ("3.6.",)
 LOADS = 7  # the slots, the halo, four taps, the bias: how Helion numbers the loads for load_eviction_policies
 
 # (B, D, S, W) -> (V slots a lane, NW warps a program, x's eviction policy, HALO): where lane 0 gets the group
@@ -164,10 +170,15 @@ def _compiled(V: int, num_warps: int, evict: str) -> object:
     return helion.kernel(conv1d_lanes, config=helion.Config(**config), static_shapes=True)
 
 
-def lanes_config(B: int, D: int, S: int, W: int) -> tuple | None:
-    """(V, num_warps, evict, halo) for a shape this kernel serves, None for one it leaves: the table's
-    entry, else the default with V cut to the spans a row holds (S a multiple of 128 V)."""
-    if W != 4 or S % 128:
+def lanes_config(x, weight) -> tuple | None:
+    """(V, num_warps, evict, halo) where this kernel serves the input, None where the Helion submission's does:
+    W = 4, S a multiple of 128, 16-byte aligned, and a Triton whose layout the shuffles rely on (or Helion's
+    interpreter). The table's entry, else the default with V cut to the spans a row holds."""
+    B, D, S = x.shape
+    W = weight.shape[1]
+    interpret = os.environ.get("HELION_INTERPRET") == "1"
+    if (W != 4 or S % 128 or x.numel() == 0 or x.data_ptr() % 16
+            or not (interpret or triton.__version__.startswith(LANE_MAJOR_TRITONS))):
         return None
     if (B, D, S, W) in LANES_CONFIGS:
         return LANES_CONFIGS[(B, D, S, W)]
@@ -180,10 +191,10 @@ def lanes_config(B: int, D: int, S: int, W: int) -> tuple | None:
 def custom_kernel(data):
     _base.validate(data)
     x, weight, bias = (t.contiguous() for t in data)
-    B, D, S = x.shape
-    config = lanes_config(B, D, S, weight.shape[1])
-    if config is None or x.numel() == 0 or x.data_ptr() % 16:
+    config = lanes_config(x, weight)
+    if config is None:
         return _base.custom_kernel((x, weight, bias))
+    B, D, S = x.shape
     V, num_warps, evict, halo = config
     kernel = _compiled(V, num_warps, evict)
     out = kernel(x.view(B * D * S // 4, 4), weight, bias, S // 4, V, halo, os.environ.get("HELION_INTERPRET") == "1")
