@@ -3,6 +3,7 @@ wheel carries ptxas and cuobjdump), and the inputs it leaves to the Helion submi
 interpreter are checked with every kernel file's in tests/test_kernel_files.py."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -54,11 +55,22 @@ print(json.dumps({"operands": operands, "layouts": {o: layouts.get(re.search(r"(
 """
 
 
+def lane_major(layout: str, NW: int) -> bool:
+    """Whether a TTGIR layout of a [T, V] tensor puts element t of T in lane t % 32 of warp t // 32: as a blocked
+    layout, or as the linear one Triton writes where V is 1 (lane and warp bits all on T)."""
+    if layout.startswith("#ttg.blocked"):
+        return f"threadsPerWarp = [32, 1], warpsPerCTA = [{NW}, 1]" in layout
+    lanes = "lane = " + str([[1 << b, 0] for b in range(5)]).replace(" ", "")
+    warps = "warp = " + str([[32 << b, 0] for b in range(NW.bit_length() - 1)]).replace(" ", "")
+    compact = layout.replace(" ", "")
+    return lanes.replace(" ", "") in compact and warps.replace(" ", "") in compact
+
+
 def lanes_module():
     return harness.load_submission(ROOT / "variants" / "helion_lanes.py", "helion_lanes_under_test")
 
 
-@pytest.mark.parametrize("V, NW, halo", [(16, 1, "shift"), (4, 8, "shift"), (8, 2, "each"), (2, 4, "each-after")],
+@pytest.mark.parametrize("V, NW, halo", [(16, 2, "shift"), (4, 8, "shift"), (1, 2, "shift"), (8, 2, "each"), (2, 4, "each-after")],
                          ids=lambda v: str(v))
 def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V, NW, halo):
     import triton
@@ -75,8 +87,7 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
     assert built["operands"], "no shuffle in the build"
     for operand, layout in built["layouts"].items():
         assert operand.startswith(f"tensor<{NW * 32}x{V}xf32"), f"a shuffle operand is {operand}, not [T, V]"
-        assert f"threadsPerWarp = [32, 1], warpsPerCTA = [{NW}, 1]" in layout, \
-            f"{operand}: {layout} does not put lane l of T in lane l"
+        assert lane_major(layout, NW), f"{operand}: {layout} does not put lane l of T in lane l"
     assert built["shfl"] == 3 * V  # columns 1-3 of the group before, a slot each
     assert built["bar"] == 1
     assert built["vector_loads"] >= V
@@ -88,14 +99,14 @@ def test_other_inputs_and_other_tritons_take_the_helion_submissions_kernel(monke
 
     lanes = lanes_module()
     weight4, weight3 = torch.randn(2, 4), torch.randn(2, 3)
-    x = torch.randn(1, 2, 1024)
-    monkeypatch.setenv("HELION_INTERPRET", "1")
     V, *rest = lanes.DEFAULT_CONFIG
-    assert lanes.lanes_config(x, weight4) == lanes.DEFAULT_CONFIG and 1024 % (128 * V) == 0
+    x = torch.randn(1, 2, 2 * 128 * V)  # two whole spans a row at the default
+    monkeypatch.setenv("HELION_INTERPRET", "1")
+    assert lanes.lanes_config(x, weight4) == lanes.DEFAULT_CONFIG
     assert lanes.lanes_config(torch.randn(1, 2, 384), weight4) == (1, *rest)  # V cut to what the row allows
     assert lanes.lanes_config(x, weight3) is None  # the taps are spelled out for W = 4
     assert lanes.lanes_config(torch.randn(1, 2, 96), weight4) is None  # no whole span of 128 outputs
-    unaligned = torch.randn(2 * 1024 + 1)[1:].view(1, 2, 1024)
+    unaligned = torch.randn(x.numel() + 1)[1:].view(x.shape)
     assert lanes.lanes_config(unaligned, weight4) is None
     monkeypatch.delenv("HELION_INTERPRET")
     monkeypatch.setattr(triton, "__version__", "3.7.1")

@@ -41,8 +41,14 @@ LOADS = 7  # the slots, the halo, four taps, the bias: how Helion numbers the lo
 # (B, D, S, W) -> (V slots a lane, NW warps a program, x's eviction policy, HALO): where lane 0 gets the group
 # before each slot. "each": one masked load a slot, before the barrier; "each-after": the same after it; "shift":
 # one masked load for slot 0 and, for the others, lane 31's shuffled values moved up one slot in registers.
-LANES_CONFIGS = {}
-DEFAULT_CONFIG = (8, 1, "first", "each")
+# The picks of one call on an H100 (run115, results/nvidia-h100/helion_lanes_run115.json: six configurations, three
+# rounds); the default is the one best over all three shapes (1.002x submission.py's geomean there).
+LANES_CONFIGS = {
+    (1, 1536, 2048, 4): (4, 8, "first", "shift"),
+    (1, 2560, 2048, 4): (16, 2, "first", "shift"),
+    (1, 2560, 4096, 4): (16, 2, "first", "shift"),
+}
+DEFAULT_CONFIG = (16, 2, "first", "shift")
 HALOS = ("each", "each-after", "shift")
 
 
