@@ -16,42 +16,25 @@ from conftest import ROOT
 pytest.importorskip("helion", reason="helion is not installed (pip install -r requirements-helion.txt)")
 
 BUILD = r"""
-import json, os, re, subprocess, sys, tempfile
-import helion, torch, triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+import importlib.util, json, os, sys, tempfile
+import helion, torch
 import eval as harness
+import sm90_build
 lanes = harness.load_submission("variants/helion_lanes.py", "helion_lanes_build")
 V, NW, halo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 B, D, S = 1, 4, 128 * V * 2  # two spans a row, so the halo of a row's second span is a real load
-x = torch.randn(B * D * S // 4, 4)
 config = helion.Config(block_sizes=[NW * 32], num_warps=NW)
 source = helion.kernel(lanes.conv1d_lanes, config=config, static_shapes=True).bind(
-    (x, torch.randn(D, 4), torch.randn(D), S // 4, V, halo, False)).to_triton_code(config)
+    (torch.randn(B * D * S // 4, 4), torch.randn(D, 4), torch.randn(D), S // 4, V, halo, False)).to_triton_code(config)
 path = os.path.join(tempfile.mkdtemp(), "generated.py")
-open(path, "w").write(source)
-spec = __import__("importlib.util").util.spec_from_file_location("generated", path)
-module = __import__("importlib.util").util.module_from_spec(spec)
+with open(path, "w") as f:
+    f.write(source)
+spec = importlib.util.spec_from_file_location("generated", path)
+module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-fn = next(getattr(module, n) for n in dir(module) if n.startswith("_helion_"))
-signature = {name: "*fp32" for name in fn.arg_names}
+fn = next(getattr(module, name) for name in dir(module) if name.startswith("_helion_"))
 aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(fn.arg_names))}
-kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs={}, attrs=aligned),
-                        target=GPUTarget("cuda", 90, 32), options=dict(num_warps=NW))
-ttgir = kernel.asm["ttgir"]
-layouts = dict(re.findall(r"^(#\w+) = (.*)$", ttgir, re.M))
-operands = sorted(set(re.findall(r"elementwise_inline_asm \"shfl[^\n]*: (tensor<[^>]*>)", ttgir)))
-cubin = os.path.join(tempfile.mkdtemp(), "k.cubin")
-open(cubin, "wb").write(kernel.asm["cubin"])
-tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-sass = subprocess.run([tool, "-sass", cubin], capture_output=True, text=True, check=True).stdout
-before_shfl = sass[:sass.index("SHFL.IDX")] if "SHFL.IDX" in sass else sass
-vector_load = r"\bLDG\.E[.A-Z]*\.128\b"
-print(json.dumps({"operands": operands, "layouts": {o: layouts.get(re.search(r"(#\w+)>$", o).group(1), "")
-                                                    for o in operands},
-                  "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)), "bar": len(re.findall(r"\bBAR\.SYNC", sass)),
-                  "vector_loads": len(re.findall(vector_load, sass)),
-                  "vector_loads_before_first_shfl": len(re.findall(vector_load, before_shfl))}))
+print(json.dumps(sm90_build.read(fn, dict.fromkeys(fn.arg_names, "*fp32"), {}, aligned, NW)))
 """
 
 
@@ -79,14 +62,15 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
         pytest.skip(f"Triton {triton.__version__}: the kernel runs only under the releases whose layout was read "
                     "(LANE_MAJOR_TRITONS; the runner's is 3.6), and this one takes the Helion submission's kernel")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", BUILD, str(V), str(NW), halo], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     built = json.loads(done.stdout.strip().splitlines()[-1])
     assert built["operands"], "no shuffle in the build"
-    for operand, layout in built["layouts"].items():
+    for operand in built["operands"]:
         assert operand.startswith(f"tensor<{NW * 32}x{V}xf32"), f"a shuffle operand is {operand}, not [T, V]"
+        layout = built["layouts"][re.search(r"(#\w+)>$", operand).group(1)]
         assert lane_major(layout, NW), f"{operand}: {layout} does not put lane l of T in lane l"
     assert built["shfl"] == 3 * V  # columns 1-3 of the group before, a slot each
     assert built["bar"] == 1

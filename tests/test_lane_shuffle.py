@@ -14,10 +14,8 @@ import pytest
 from conftest import ROOT
 
 BUILD = r"""
-import json, os, re, subprocess, sys, tempfile
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+import json, sys
+import sm90_build
 from variants import lane_shuffle
 W, V, NW, EVEN = (int(a) for a in sys.argv[1:5])
 signature = dict.fromkeys(["x_ptr", "w_ptr", "b_ptr", "out_ptr"], "*fp32")
@@ -25,20 +23,7 @@ signature.update(dict.fromkeys(["D", "S", "rows", "spans_per_row"], "i32"))
 constants = dict(W=W, V=V, NW=NW, EVEN=bool(EVEN), EVICT="evict_first", INTERPRET=False)
 signature.update(dict.fromkeys(constants, "constexpr"))
 aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}  # what the JIT sees at 16-byte aligned inputs
-kernel = triton.compile(ASTSource(fn=lane_shuffle.lane_shuffle_kernel, signature=signature, constexprs=constants,
-                                  attrs=aligned), target=GPUTarget("cuda", 90, 32), options=dict(num_warps=NW))
-ttgir = kernel.asm["ttgir"]
-layouts = dict(re.findall(r"^(#\w+) = (.*)$", ttgir, re.M))
-operands = set(re.findall(r"elementwise_inline_asm[^\n]*: (tensor<[^>]*>)", ttgir))
-cubin = os.path.join(tempfile.mkdtemp(), "k.cubin")
-open(cubin, "wb").write(kernel.asm["cubin"])
-tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-sass = subprocess.run([tool, "-sass", cubin], capture_output=True, text=True, check=True).stdout
-before_shfl = sass[:sass.index("SHFL.IDX")] if "SHFL.IDX" in sass else sass
-vector_load = r"\bLDG\.E[.A-Z]*\.128\b"
-print(json.dumps({"operands": sorted(operands), "layouts": layouts, "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)),
-                  "vector_loads": len(re.findall(vector_load, sass)),
-                  "vector_loads_before_first_shfl": len(re.findall(vector_load, before_shfl))}))
+print(json.dumps(sm90_build.read(lane_shuffle.lane_shuffle_kernel, signature, constants, aligned, NW)))
 """
 
 
@@ -51,7 +36,7 @@ def shuffled_columns(W: int) -> int:
                          ids=lambda v: str(v))
 def test_the_gpu_build_shuffles_one_row_a_lane_after_all_its_loads(W, V, NW, EVEN):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", BUILD, str(W), str(V), str(NW), str(EVEN)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
