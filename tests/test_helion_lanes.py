@@ -43,8 +43,8 @@ def lane_major(layout: str, NW: int) -> bool:
     layout, or as the linear one Triton writes where V is 1 (lane and warp bits all on T)."""
     if layout.startswith("#ttg.blocked"):
         return f"threadsPerWarp = [32, 1], warpsPerCTA = [{NW}, 1]" in layout
-    lanes = "lane = " + str([[1 << b, 0] for b in range(5)]).replace(" ", "")
-    warps = "warp = " + str([[32 << b, 0] for b in range(NW.bit_length() - 1)]).replace(" ", "")
+    lanes = "lane=" + str([[1 << b, 0] for b in range(5)])
+    warps = "warp=" + str([[32 << b, 0] for b in range(NW.bit_length() - 1)])
     compact = layout.replace(" ", "")
     return lanes.replace(" ", "") in compact and warps.replace(" ", "") in compact
 
@@ -53,8 +53,8 @@ def lanes_module():
     return harness.load_submission(ROOT / "variants" / "helion_lanes.py", "helion_lanes_under_test")
 
 
-@pytest.mark.parametrize("V, NW, halo", [(16, 2, "shift"), (4, 8, "shift"), (1, 2, "shift"), (8, 2, "each"), (2, 4, "each-after")],
-                         ids=lambda v: str(v))
+@pytest.mark.parametrize("V, NW, halo", [(16, 2, "shift"), (4, 8, "shift"), (1, 2, "shift"), (8, 2, "each"),
+                                         (2, 4, "each-after")], ids=lambda v: str(v))
 def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V, NW, halo):
     import triton
 
