@@ -13,7 +13,8 @@
 #   compare      cli.py compare, COMPARE_ARGS passed through (e.g. --variant FILE --shapes large)
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), then on the shapes
 #                PROFILE_SHAPES (default none; e.g. 4x2560x4096), each beside its fastest copy
-#   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant)
+#   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant), and the
+#                shuffle kernels' sm_90 build tests, whose Helion half runs only under the image's Triton 3.6
 #   ncu-tiles    cli.py profile --tile: submission.py's Triton and CUDA tiles beside a copy at each, on
 #                1x2560x4096 at NCU_TILES and on the other two leaderboard cases at NCU_CASE_TILES (CSV under results/device/ncu)
 #   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through, once per flush
@@ -70,7 +71,8 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
     compare) run python3 scripts/cli.py compare --rounds ${ROUNDS:-2} --out $DEV/compare ${COMPARE_ARGS:-};;
     profile) for case in ${PROFILE_CASES:-0 1 2}; do run python3 scripts/cli.py profile --case $case --out $DEV/profile; done
              for shape in ${PROFILE_SHAPES:-}; do run python3 scripts/cli.py profile --shape $shape --out $DEV/profile; done;;
-    kernel-files) run python3 -m pytest -q tests/test_kernel_files.py ${KERNEL_FILES_K:+-k "$KERNEL_FILES_K"};;
+    kernel-files) run python3 -m pytest -q tests/test_kernel_files.py ${KERNEL_FILES_K:+-k "$KERNEL_FILES_K"}
+                  run python3 -m pytest -q -rs tests/test_lane_shuffle.py tests/test_helion_lanes.py;;
     ncu-tiles) for t in ${NCU_TILES:-256/1 512/1 1024/1 2048/1 2048/2 4096/2 4096/4}; do sweep="${sweep:-} --tile $t"; done
                for t in ${NCU_CASE_TILES:-1024/1 2048/1 4096/4}; do per_case="${per_case:-} --tile $t"; done
                run python3 scripts/cli.py profile --case 2 $sweep --build cuda --out $DEV/ncu
