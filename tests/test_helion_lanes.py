@@ -1,6 +1,7 @@
 """variants/helion_lanes.py: the layout its shuffles rely on, read from a build for sm_90 (no GPU needed: Triton's
 wheel carries ptxas and cuobjdump), and the inputs it leaves to the Helion submission. Its answers under Helion's
 interpreter are checked with every kernel file's in tests/test_kernel_files.py."""
+import functools
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from conftest import ROOT
 pytest.importorskip("helion", reason="helion is not installed (pip install -r requirements-helion.txt)")
 
 BUILD = r"""
-import importlib.util, json, os, sys, tempfile
+import json, os, sys, tempfile
 import helion, torch
 import eval as harness
 import sm90_build
@@ -29,9 +30,7 @@ source = helion.kernel(lanes.conv1d_lanes, config=config, static_shapes=True).bi
 path = os.path.join(tempfile.mkdtemp(), "generated.py")
 with open(path, "w") as f:
     f.write(source)
-spec = importlib.util.spec_from_file_location("generated", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
+module = harness.load_submission(path, "generated")
 fn = next(getattr(module, name) for name in dir(module) if name.startswith("_helion_"))
 aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(fn.arg_names))}
 print(json.dumps(sm90_build.read(fn, dict.fromkeys(fn.arg_names, "*fp32"), {}, aligned, NW)))
@@ -49,6 +48,7 @@ def lane_major(layout: str, NW: int) -> bool:
     return lanes.replace(" ", "") in compact and warps.replace(" ", "") in compact
 
 
+@functools.cache
 def lanes_module():
     return harness.load_submission(ROOT / "variants" / "helion_lanes.py", "helion_lanes_under_test")
 
