@@ -14,7 +14,7 @@
 #   profile      cli.py profile on the leaderboard cases PROFILE_CASES (default 0 1 2), then on the shapes
 #                PROFILE_SHAPES (default none; e.g. 4x2560x4096), each beside its fastest copy
 #   kernel-files the kernel-file tests on the GPU (KERNEL_FILES_K narrows them, e.g. to one variant), and the
-#                shuffle kernels' sm_90 build tests, whose Helion half runs only under the image's Triton 3.6
+#                shuffle kernels' offline build tests (sm_90, sm_100), whose Helion half runs only under Triton 3.6
 #   ncu-tiles    cli.py profile --tile: submission.py's Triton and CUDA tiles beside a copy at each, on
 #                1x2560x4096 at NCU_TILES and on the other two leaderboard cases at NCU_CASE_TILES (CSV under results/device/ncu)
 #   tiles        cli.py tiles on TILES_FILES (default submission.py), TILES_ARGS passed through, once per flush

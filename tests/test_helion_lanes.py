@@ -1,6 +1,7 @@
-"""variants/helion_lanes.py: the layout its shuffles rely on, read from a build for sm_90 (no GPU needed: Triton's
-wheel carries ptxas and cuobjdump), and the inputs it leaves to the Helion submission. Its answers under Helion's
-interpreter are checked with every kernel file's in tests/test_kernel_files.py."""
+"""The Helion submission's lane-shuffle kernel (conv1d_lanes): its answers at every halo build, in a child process
+(under Helion's interpreter on the CPU, on the GPU where there is one); the layout its shuffles rely on, read from
+builds for sm_90 and sm_100 (no GPU needed: Triton's wheel carries ptxas and cuobjdump); and the inputs it leaves to
+conv1d_groups."""
 import functools
 import json
 import os
@@ -12,7 +13,9 @@ import pytest
 import torch
 
 import eval as harness
-from conftest import ROOT
+from conftest import HAS_GPU, ROOT
+
+HELION_FILE = ROOT / "submissions" / "submission_helion.py"
 
 pytest.importorskip("helion", reason="helion is not installed (pip install -r requirements-helion.txt)")
 
@@ -20,9 +23,9 @@ BUILD = r"""
 import json, os, sys, tempfile
 import helion, torch
 import eval as harness
-import sm90_build
-lanes = harness.load_submission("variants/helion_lanes.py", "helion_lanes_build")
-V, NW, halo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+import offline_build
+lanes = harness.load_submission("submissions/submission_helion.py", "helion_lanes_build")
+V, NW, halo, arch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 B, D, S = 1, 4, 128 * V * 2  # two spans a row, so the halo of a row's second span is a real load
 config = helion.Config(block_sizes=[NW * 32], num_warps=NW)
 source = helion.kernel(lanes.conv1d_lanes, config=config, static_shapes=True).bind(
@@ -33,7 +36,7 @@ with open(path, "w") as f:
 module = harness.load_submission(path, "generated")
 fn = next(getattr(module, name) for name in dir(module) if name.startswith("_helion_"))
 aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(fn.arg_names))}
-print(json.dumps(sm90_build.read(fn, dict.fromkeys(fn.arg_names, "*fp32"), {}, aligned, NW)))
+print(json.dumps(offline_build.read(fn, dict.fromkeys(fn.arg_names, "*fp32"), {}, aligned, NW, arch)))
 """
 
 
@@ -50,12 +53,57 @@ def lane_major(layout: str, NW: int) -> bool:
 
 @functools.cache
 def lanes_module():
-    return harness.load_submission(ROOT / "variants" / "helion_lanes.py", "helion_lanes_under_test")
+    return harness.load_submission(HELION_FILE, "helion_lanes_under_test")
 
 
-@pytest.mark.parametrize("V, NW, halo", [(16, 2, "shift"), (4, 8, "shift"), (1, 2, "shift"), (8, 2, "each"),
-                                         (2, 4, "each-after")], ids=lambda v: str(v))
-def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V, NW, halo):
+ANSWERS = r"""
+import json, sys
+import torch, triton
+import eval as harness
+module = harness.load_submission(sys.argv[1], "helion_lanes_answers")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+records = []
+for B, D, S, V, NW, evict, halo in json.loads(sys.argv[2]):
+    module.LANES_CONFIGS.clear()
+    module.LANES_CONFIGS[(B, D, S, 4)] = (V, NW, evict, halo)
+    gen = torch.Generator().manual_seed(B * 1000 + D * 10 + S + V)
+    x, w, b = torch.randn(B, D, S, generator=gen), torch.randn(D, 4, generator=gen), torch.randn(D, generator=gen)
+    data = (x.to(device), w.to(device), b.to(device))
+    out = module.custom_kernel(data).cpu().double()
+    ref = torch.nn.functional.conv1d(torch.nn.functional.pad(x.double(), (3, 0)), w.double().unsqueeze(1),
+                                     b.double(), groups=D)
+    records.append({"case": [B, D, S, V, NW, evict, halo], "lanes": module.lanes_config(data[0], data[1]) is not None,
+                    "error": (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")})
+print(json.dumps({"triton": triton.__version__, "records": records}))
+"""
+# (B, D, S, V, NW, evict, halo): one span a row and several, rows that cross a program, every halo build.
+LANES_CASES = [(1, 2, 128, 1, 1, "", "shift"), (2, 3, 256, 1, 2, "first", "shift"), (1, 2, 1024, 4, 1, "", "shift"),
+               (3, 2, 1024, 8, 2, "first", "shift"), (1, 1, 4096, 16, 2, "first", "shift"),
+               (2, 2, 512, 2, 2, "first", "each"), (1, 3, 1024, 4, 4, "", "each-after")]
+
+
+def test_the_lane_kernel_matches_the_reference_at_every_halo_build():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if not HAS_GPU:
+        env["HELION_INTERPRET"] = "1"
+    env["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner sets it
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, "-c", ANSWERS, str(HELION_FILE), json.dumps(LANES_CASES)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [record["case"] for record in result["records"]] == [list(case) for case in LANES_CASES]
+    served = not HAS_GPU or result["triton"].startswith(lanes_module().LANE_MAJOR_TRITONS)
+    for record in result["records"]:
+        assert record["lanes"] == served, record  # else the answer below would be conv1d_groups'
+        assert record["error"] < 1e-4, record
+
+
+@pytest.mark.parametrize("V, NW, halo, arch", [(16, 2, "shift", 90), (4, 8, "shift", 90), (1, 2, "shift", 90),
+                                               (8, 2, "each", 90), (2, 4, "each-after", 90),
+                                               (16, 2, "shift", 100), (4, 8, "shift", 100)], ids=lambda v: str(v))
+def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V, NW, halo, arch):
+    """sm_90 for the H100 and H200 we measure on, sm_100 for the B200 the leaderboard runs on."""
     import triton
 
     if not triton.__version__.startswith(lanes_module().LANE_MAJOR_TRITONS):
@@ -63,7 +111,7 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
                     "(LANE_MAJOR_TRITONS; the runner's is 3.6), and this one takes the Helion submission's kernel")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", BUILD, str(V), str(NW), halo], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-c", BUILD, str(V), str(NW), halo, str(arch)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     built = json.loads(done.stdout.strip().splitlines()[-1])
@@ -78,22 +126,36 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
     assert built["vector_loads_before_first_shfl"] == built["vector_loads"]
 
 
-def test_other_inputs_and_other_tritons_take_the_helion_submissions_kernel(monkeypatch):
+def test_other_inputs_and_other_tritons_take_conv1d_groups(monkeypatch):
     import triton
 
     lanes = lanes_module()
-    weight4, weight3 = torch.randn(2, 4), torch.randn(2, 3)
-    V, *rest = lanes.DEFAULT_CONFIG
-    x = torch.randn(1, 2, 2 * 128 * V)  # two whole spans a row at the default
+    shape, config = next(iter(lanes.LANES_CONFIGS.items()))
+    B, D, S, W = shape
+    x, weight = torch.empty(B, D, S), torch.empty(D, W)
     monkeypatch.setenv("HELION_INTERPRET", "1")
-    assert lanes.lanes_config(x, weight4) == lanes.DEFAULT_CONFIG
-    assert lanes.lanes_config(torch.randn(1, 2, 384), weight4) == (1, *rest)  # V cut to what the row allows
-    assert lanes.lanes_config(x, weight3) is None  # the taps are spelled out for W = 4
-    assert lanes.lanes_config(torch.randn(1, 2, 96), weight4) is None  # no whole span of 128 outputs
-    unaligned = torch.randn(x.numel() + 1)[1:].view(x.shape)
-    assert lanes.lanes_config(unaligned, weight4) is None
+    assert lanes.lanes_config(x, weight) == config
+    assert lanes.lanes_config(torch.empty(B, D, S + 128), weight) is None  # a shape the table does not hold
+    assert lanes.lanes_config(x, torch.empty(D, 3)) is None
+    unaligned = torch.empty(x.numel() + 1)[1:].view(x.shape)
+    assert lanes.lanes_config(unaligned, weight) is None
+    monkeypatch.setitem(lanes.LANES_CONFIGS, (1, 2, 384, 4), (4, 1, "", "shift"))
+    assert lanes.lanes_config(torch.empty(1, 2, 384), torch.empty(2, 4)) is None  # 384 is no whole span of 512
+    monkeypatch.setitem(lanes.LANES_CONFIGS, (1, 2, 384, 3), (1, 1, "", "shift"))
+    assert lanes.lanes_config(torch.empty(1, 2, 384), torch.empty(2, 3)) is None  # the taps are spelled for W = 4
     monkeypatch.delenv("HELION_INTERPRET")
     monkeypatch.setattr(triton, "__version__", "3.7.1")
-    assert lanes.lanes_config(x, weight4) is None  # 3.7.1 puts the lanes on V
+    assert lanes.lanes_config(x, weight) is None  # 3.7.1 puts the lanes on V
     monkeypatch.setattr(triton, "__version__", "3.6.0")
-    assert lanes.lanes_config(x, weight4) == lanes.DEFAULT_CONFIG
+    assert lanes.lanes_config(x, weight) == config
+
+
+def test_every_benchmark_shape_has_a_lanes_config():
+    """The benchmark shapes are the ones the lane kernel was measured on; a new benchmark shape needs its own."""
+    from conftest import task_shapes
+
+    lanes = lanes_module()
+    assert set(lanes.LANES_CONFIGS) == set(task_shapes("benchmarks"))
+    for (B, D, S, W), (V, NW, evict, halo) in lanes.LANES_CONFIGS.items():
+        assert W == 4 and S % (128 * V) == 0 and NW in (1, 2, 4, 8) and evict in ("", "first", "last")
+        assert halo in ("shift", "each", "each-after")

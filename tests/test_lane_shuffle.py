@@ -15,7 +15,7 @@ from conftest import ROOT
 
 BUILD = r"""
 import json, sys
-import sm90_build
+import offline_build
 from variants import lane_shuffle
 W, V, NW, EVEN = (int(a) for a in sys.argv[1:5])
 signature = dict.fromkeys(["x_ptr", "w_ptr", "b_ptr", "out_ptr"], "*fp32")
@@ -23,7 +23,7 @@ signature.update(dict.fromkeys(["D", "S", "rows", "spans_per_row"], "i32"))
 constants = dict(W=W, V=V, NW=NW, EVEN=bool(EVEN), EVICT="evict_first", INTERPRET=False)
 signature.update(dict.fromkeys(constants, "constexpr"))
 aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 5)}  # what the JIT sees at 16-byte aligned inputs
-print(json.dumps(sm90_build.read(lane_shuffle.lane_shuffle_kernel, signature, constants, aligned, NW)))
+print(json.dumps(offline_build.read(lane_shuffle.lane_shuffle_kernel, signature, constants, aligned, NW)))
 """
 
 

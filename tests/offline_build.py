@@ -1,5 +1,5 @@
-"""A Triton kernel built for sm_90 on the CPU (Triton's wheel carries ptxas and cuobjdump, so no GPU is needed),
-read for what the warp-shuffle kernels rely on. Run in a child process without TRITON_INTERPRET: the build
+"""A Triton kernel built for a GPU on the CPU (sm_90 the H100 and H200, sm_100 the B200; Triton's wheel carries
+ptxas and cuobjdump, so no GPU is needed), read for what the warp-shuffle kernels rely on. Run in a child process without TRITON_INTERPRET: the build
 tests call `read` from a script and print its record as JSON."""
 import os
 import re
@@ -9,7 +9,7 @@ import tempfile
 VECTOR_LOAD = r"\bLDG\.E[.A-Z]*\.128\b"
 
 
-def read(fn, signature: dict, constexprs: dict, attrs: dict, num_warps: int) -> dict:
+def read(fn, signature: dict, constexprs: dict, attrs: dict, num_warps: int, arch: int = 90) -> dict:
     """The build's shuffle operands (their tensor types), every layout it names, and counts off its SASS: SHFL,
     BAR.SYNC, 16-byte loads, and those issued before the first SHFL."""
     import triton
@@ -17,7 +17,7 @@ def read(fn, signature: dict, constexprs: dict, attrs: dict, num_warps: int) -> 
     from triton.compiler import ASTSource
 
     kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs),
-                            target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps))
+                            target=GPUTarget("cuda", arch, 32), options=dict(num_warps=num_warps))
     ttgir = kernel.asm["ttgir"]
     cubin = os.path.join(tempfile.mkdtemp(), "kernel.cubin")
     with open(cubin, "wb") as f:
