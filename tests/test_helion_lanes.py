@@ -14,8 +14,7 @@ import torch
 
 import eval as harness
 from conftest import HAS_GPU, ROOT
-
-HELION_FILE = ROOT / "submissions" / "submission_helion.py"
+from test_helion import HELION_FILE, child_env
 
 pytest.importorskip("helion", reason="helion is not installed (pip install -r requirements-helion.txt)")
 
@@ -83,13 +82,8 @@ LANES_CASES = [(1, 2, 128, 1, 1, "", "shift"), (2, 3, 256, 1, 2, "first", "shift
 
 
 def test_the_lane_kernel_matches_the_reference_at_every_halo_build():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    if not HAS_GPU:
-        env["HELION_INTERPRET"] = "1"
-    env["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner sets it
-    env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, "-c", ANSWERS, str(HELION_FILE), json.dumps(LANES_CASES)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=1200)
+                          env=child_env(), capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert [record["case"] for record in result["records"]] == [list(case) for case in LANES_CASES]
