@@ -52,7 +52,8 @@ SEAM_OFFERS = {
     "SHAPE_CONFIGS": "Helion: dict (B, D, S, W) -> config, the measured table",
     "conv1d_groups": "conv1d_groups(...): Helion's kernel body, the one helion-tune autotunes",
     "LANES_CONFIGS": "Helion: dict (B, D, S, W) -> (V, num_warps, evict, halo), the lane-shuffle kernel's measured "
-                     "table; the shapes it holds take that kernel, the others conv1d_groups",
+                     "table; the shapes it holds take that kernel where its Triton and Helion releases allow, the "
+                     "others conv1d_groups",
 }
 
 KINDS = ("submission", "variant", "copy", "baseline", "peer", "reference")

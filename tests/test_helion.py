@@ -59,7 +59,7 @@ def child_env():
     if not HAS_GPU:
         env["HELION_INTERPRET"] = "1"
     env["HELION_DISALLOW_AUTOTUNING"] = "1"  # as the runner sets it: nothing may autotune
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])  # keep where helion may live
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))  # keep where helion may live
     return env
 
 

@@ -26,7 +26,7 @@ import offline_build
 lanes = harness.load_submission("submissions/submission_helion.py", "helion_lanes_build")
 V, NW, halo, arch = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 B, D, S = 1, 4, 128 * V * 2  # two spans a row, so the halo of a row's second span is a real load
-config = helion.Config(block_sizes=[NW * 32], num_warps=NW)
+config = helion.Config(**lanes.lanes_kernel_config(NW, "first"))  # the eviction policy the table ships
 source = helion.kernel(lanes.conv1d_lanes, config=config, static_shapes=True).bind(
     (torch.randn(B * D * S // 4, 4), torch.randn(D, 4), torch.randn(D), S // 4, V, halo, False)).to_triton_code(config)
 path = os.path.join(tempfile.mkdtemp(), "generated.py")
@@ -61,9 +61,17 @@ import torch, triton
 import eval as harness
 module = harness.load_submission(sys.argv[1], "helion_lanes_answers")
 device = "cuda" if torch.cuda.is_available() else "cpu"
+served = sys.argv[3] == "served"
+
+
+def not_this_kernel(*args):
+    raise AssertionError("a case meant for conv1d_lanes reached another kernel")
+
+
+if served:  # so an answer can only be conv1d_lanes'
+    module.conv1d_groups = module.conv1d_shifted = not_this_kernel
 records = []
 for B, D, S, V, NW, evict, halo in json.loads(sys.argv[2]):
-    module.LANES_CONFIGS.clear()
     module.LANES_CONFIGS[(B, D, S, 4)] = (V, NW, evict, halo)
     gen = torch.Generator().manual_seed(B * 1000 + D * 10 + S + V)
     x, w, b = torch.randn(B, D, S, generator=gen), torch.randn(D, 4, generator=gen), torch.randn(D, generator=gen)
@@ -75,21 +83,30 @@ for B, D, S, V, NW, evict, halo in json.loads(sys.argv[2]):
                     "error": (out - ref).abs().max().item() if out.shape == ref.shape else float("inf")})
 print(json.dumps({"triton": triton.__version__, "records": records}))
 """
-# (B, D, S, V, NW, evict, halo): one span a row and several, rows that cross a program, every halo build.
+# (B, D, S, V, NW, evict, halo): one span a row and several, rows that cross a program, every halo build; then the
+# shipped table's own entries at their shapes.
 LANES_CASES = [(1, 2, 128, 1, 1, "", "shift"), (2, 3, 256, 1, 2, "first", "shift"), (1, 2, 1024, 4, 1, "", "shift"),
                (3, 2, 1024, 8, 2, "first", "shift"), (1, 1, 4096, 16, 2, "first", "shift"),
                (2, 2, 512, 2, 2, "first", "each"), (1, 3, 1024, 4, 4, "", "each-after")]
 
 
-def test_the_lane_kernel_matches_the_reference_at_every_halo_build():
-    done = subprocess.run([sys.executable, "-c", ANSWERS, str(HELION_FILE), json.dumps(LANES_CASES)], cwd=ROOT,
-                          env=child_env(), capture_output=True, text=True, timeout=1200)
+def test_the_lane_kernel_matches_the_reference_at_every_halo_build_and_every_shipped_config():
+    """Where conv1d_lanes serves (Helion's interpreter, or a GPU under the Triton and Helion releases read), the
+    child swaps the other kernels for one that raises, so each answer is conv1d_lanes'."""
+    lanes = lanes_module()
+    cases = LANES_CASES + [(*shape[:3], *config) for shape, config in lanes.LANES_CONFIGS.items()]
+    import triton
+
+    served = not HAS_GPU or (triton.__version__.startswith(lanes.LANE_MAJOR_TRITONS)
+                             and lanes.helion_release().startswith(lanes.LANE_MAJOR_HELIONS))
+    done = subprocess.run([sys.executable, "-c", ANSWERS, str(HELION_FILE), json.dumps(cases),
+                           "served" if served else "not served"], cwd=ROOT, env=child_env(), capture_output=True,
+                          text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert [record["case"] for record in result["records"]] == [list(case) for case in LANES_CASES]
-    served = not HAS_GPU or result["triton"].startswith(lanes_module().LANE_MAJOR_TRITONS)
+    assert [record["case"] for record in result["records"]] == [list(case) for case in cases]
     for record in result["records"]:
-        assert record["lanes"] == served, record  # else the answer below would be conv1d_groups'
+        assert record["lanes"] == served, record
         assert record["error"] < 1e-4, record
 
 
@@ -102,7 +119,7 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
 
     if not triton.__version__.startswith(lanes_module().LANE_MAJOR_TRITONS):
         pytest.skip(f"Triton {triton.__version__}: the kernel runs only under the releases whose layout was read "
-                    "(LANE_MAJOR_TRITONS; the runner's is 3.6), and this one takes the Helion submission's kernel")
+                    "(LANE_MAJOR_TRITONS; the runner's is 3.6), and this one takes conv1d_groups")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, "-c", BUILD, str(V), str(NW), halo, str(arch)], cwd=ROOT, env=env,
@@ -138,10 +155,39 @@ def test_other_inputs_and_other_tritons_take_conv1d_groups(monkeypatch):
     monkeypatch.setitem(lanes.LANES_CONFIGS, (1, 2, 384, 3), (1, 1, "", "shift"))
     assert lanes.lanes_config(torch.empty(1, 2, 384), torch.empty(2, 3)) is None  # the taps are spelled for W = 4
     monkeypatch.delenv("HELION_INTERPRET")
+    monkeypatch.setattr(lanes, "helion_release", lambda: "0.3.3")
     monkeypatch.setattr(triton, "__version__", "3.7.1")
     assert lanes.lanes_config(x, weight) is None  # 3.7.1 puts the lanes on V
     monkeypatch.setattr(triton, "__version__", "3.6.0")
     assert lanes.lanes_config(x, weight) == config
+    monkeypatch.setattr(lanes, "helion_release", lambda: "0.4.0")
+    assert lanes.lanes_config(x, weight) is None  # code generated by a Helion whose indexing was not read
+
+
+LOADS_CHILD = r"""
+import sys
+import torch, helion
+import eval as harness
+lanes = harness.load_submission(sys.argv[1], "helion_lanes_loads")
+config = helion.Config(**lanes.lanes_kernel_config(2, "first"))
+S = 128 * 4 * 2
+code = helion.kernel(lanes.conv1d_lanes, config=config, static_shapes=True).bind(
+    (torch.randn(S, 4), torch.randn(4, 4), torch.randn(4), S // 4, 4, "shift", False)).to_triton_code(config)
+print("\n".join(line.strip() for line in code.splitlines() if "tl.load(" in line))
+"""
+
+
+def test_the_eviction_policy_lands_on_the_slot_load():
+    """LANES_LOADS and the policy's place follow Helion's numbering of the loads, read from its generated code (no
+    GPU needed): as many loads as LANES_LOADS, and x's slot load the one evicted first."""
+    lanes = lanes_module()
+    done = subprocess.run([sys.executable, "-c", LOADS_CHILD, str(HELION_FILE)], cwd=ROOT,
+                          env={**child_env(), "HELION_INTERPRET": "0"}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loads = done.stdout.splitlines()
+    assert len(loads) == lanes.LANES_LOADS, loads
+    hinted = [line for line in loads if "eviction_policy" in line]
+    assert len(hinted) == 1 and hinted[0].startswith("slots = tl.load(x4 + ") and "'evict_first'" in hinted[0], loads
 
 
 def test_every_benchmark_shape_has_a_lanes_config():
@@ -152,4 +198,4 @@ def test_every_benchmark_shape_has_a_lanes_config():
     assert set(lanes.LANES_CONFIGS) == set(task_shapes("benchmarks"))
     for (B, D, S, W), (V, NW, evict, halo) in lanes.LANES_CONFIGS.items():
         assert W == 4 and S % (128 * V) == 0 and NW in (1, 2, 4, 8) and evict in ("", "first", "last")
-        assert halo in ("shift", "each", "each-after")
+        assert halo in lanes.HALOS
