@@ -236,7 +236,6 @@ def conv1d_shifted(x2: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.
     return out
 
 
-
 def split_columns(group, tile, n: int):
     """[T, n, 4] -> its four columns, each [T, n]."""
     even, odd = hl.split(group.reshape([tile, n, 2, 2]))
@@ -356,6 +355,7 @@ def conv1d_lanes(x4: torch.Tensor, w: torch.Tensor, b: torch.Tensor, groups_per_
         else:
             hl.store(out, [at[:, :, None], hl.arange(4)[None, None, :]], result)
     return out
+
 
 def default_config(B: int, D: int, S: int, W: int) -> dict:
     """One row per tile, up to 256 groups (1024 outputs) per program, one warp: the shape of the

@@ -1,6 +1,6 @@
 """A Triton kernel built for a GPU on the CPU (sm_90 the H100 and H200, sm_100 the B200; Triton's wheel carries
-ptxas and cuobjdump, so no GPU is needed), read for what the warp-shuffle kernels rely on. Run in a child process without TRITON_INTERPRET: the build
-tests call `read` from a script and print its record as JSON."""
+ptxas and cuobjdump, so no GPU is needed), read for what the warp-shuffle kernels rely on. Run in a child process
+without TRITON_INTERPRET: the build tests call `read` from a script and print its record as JSON."""
 import os
 import re
 import subprocess
