@@ -1,5 +1,5 @@
 """The leaderboard loop from one command: test, bench, compare, tune, search-check, tiles, helion-tune,
-profile, sass, estimate, cases, submit, judge, remote (list, show, standings), history.
+helion-tune-lanes, profile, sass, estimate, cases, submit, judge, remote (list, show, standings), history.
 
     python scripts/cli.py --help        (or: python -m scripts --help)
 
@@ -401,6 +401,27 @@ def helion_tune(effort, timing, with_tests, out_dir, dry_run):
         raise click.ClickException(str(error)) from None
     if not dry_run:
         click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated")
+
+
+@cli.command(name="helion-tune-lanes")
+@out_option("lanes_configs.json", "results/runs/helion-lanes/GPU")
+@dry_run_option("time and print the picks")
+def helion_tune_lanes(out_dir, dry_run):
+    """The Helion file's lane kernel: its candidates on every benchmark shape, timed as the runner times; the picks
+    hard-coded into LANES_CONFIGS."""
+    require_gpu("helion-tune-lanes")
+    from scripts import helion_autotune
+
+    if dry_run and out_dir is not None:
+        raise click.ClickException("--dry-run writes nothing, so it takes no --out")
+    shapes = [c.args for c in harness.cases_from_task("benchmarks")]
+    out_dir = None if dry_run else out_dir or default_out("helion-lanes")
+    try:
+        helion_autotune.tune_lanes(shapes, out_dir, write=not dry_run, echo=click.echo)
+    except helion_autotune.LanesNotServed as error:
+        raise click.ClickException(str(error)) from None
+    if not dry_run:
+        click.echo(f"{HELION_SUBMISSION.relative_to(ROOT)} updated; every timing in {out_dir / 'lanes_configs.json'}")
 
 
 def parse_tiles(ctx, param, values) -> list[tuple[int, int]]:

@@ -1,27 +1,32 @@
 """The config table inside a submission: read and rewritten between its markers, nothing else touched.
 
-Both submissions hold one table as plain data, `NAME = {key: value, ...}`, between the lines
-`# <configs>` and `# </configs>`. Keys are tuples; values are tuples (Triton: BLOCK, num_warps) or
-dicts (Helion configs, one key per line), so a change to one entry is one line in a diff.
+Both submissions hold a table as plain data, `NAME = {key: value, ...}`, between the lines
+`# <configs>` and `# </configs>`; the Helion submission holds a second, its lane kernel's, between
+`# <lanes-configs>` and `# </lanes-configs>` (LANES). Keys are tuples; values are tuples (Triton: BLOCK,
+num_warps; Helion's lane kernel: V, num_warps, evict, halo) or dicts (Helion configs, one key per line), so a
+change to one entry is one line in a diff.
 """
 import ast
 import difflib
 import os
 
 BEGIN, END = "# <configs>", "# </configs>"
+MAIN = (BEGIN, END)
+LANES = ("# <lanes-configs>", "# </lanes-configs>")
 
 
-def _split(text: str) -> tuple[str, str, str]:
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise ValueError(f"the file has no config table between one {BEGIN!r} line and one {END!r} line")
-    head, rest = text.split(BEGIN, 1)
-    block, tail = rest.split(END, 1)
+def _split(text: str, markers: tuple[str, str]) -> tuple[str, str, str]:
+    begin, end = markers
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise ValueError(f"the file has no config table between one {begin!r} line and one {end!r} line")
+    head, rest = text.split(begin, 1)
+    block, tail = rest.split(end, 1)
     return head, block, tail
 
 
-def read_table(text: str) -> tuple[str, dict]:
+def read_table(text: str, markers: tuple[str, str] = MAIN) -> tuple[str, dict]:
     """(the table's name, its entries) from a submission's text."""
-    _, block, _ = _split(text)
+    _, block, _ = _split(text, markers)
     body = [node for node in ast.parse(block).body if isinstance(node, ast.Assign)]
     if len(body) != 1 or not isinstance(body[0].targets[0], ast.Name):
         raise ValueError("the config table must be one assignment, NAME = {...}")
@@ -83,14 +88,14 @@ def format_table(name: str, table: dict) -> str:
     return "\n".join(lines + ["}"])
 
 
-def rewrite(text: str, updates: dict | None = None, remove=()) -> str:
+def rewrite(text: str, updates: dict | None = None, remove=(), markers: tuple[str, str] = MAIN) -> str:
     """The text with the table's entries updated and `remove`d; everything outside the markers kept."""
-    head, _, tail = _split(text)
-    name, table = read_table(text)
+    head, _, tail = _split(text, markers)
+    name, table = read_table(text, markers)
     table.update(updates or {})
     for key in remove:
         table.pop(key, None)
-    return f"{head}{BEGIN}\n{format_table(name, table)}\n{END}{tail}"
+    return f"{head}{markers[0]}\n{format_table(name, table)}\n{markers[1]}{tail}"
 
 
 def diff(old: str, new: str, name: str) -> str:

@@ -22,6 +22,7 @@
 #   tune         cli.py tune --dry-run
 #   search       cli.py search-check: the first-call search in 3 fresh processes beside tune's sweep
 #   helion-tune  cli.py helion-tune (HELION_ARGS passed through)
+#   helion-lanes cli.py helion-tune-lanes: the Helion file's lane-kernel candidates (lanes_configs.json)
 #   helion-eval  eval.py both on the Helion submission
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -86,6 +87,7 @@ print('capture probe: outside', submission.capturing(d), 'inside', inside, 'grap
     helion-tune) case " ${HELION_ARGS:-} " in  # a dry run writes nothing, so it takes no --out
                      *" --dry-run "*) run python3 scripts/cli.py helion-tune ${HELION_ARGS:-};;
                      *) run python3 scripts/cli.py helion-tune --out $DEV/helion ${HELION_ARGS:-};; esac;;
+    helion-lanes) run python3 scripts/cli.py helion-tune-lanes --out $DEV/helion_lanes;;
     helion-eval) run python3 eval.py both --submission submissions/submission_helion.py --json $DEV/eval_helion.json;;
     *) echo "### unknown step $step" | log;;
   esac

@@ -38,8 +38,19 @@ HAND_TILES = ((1, 128, 1), (1, 256, 1), (1, 512, 1), (1, 512, 2), (1, 1024, 2), 
               (2, 256, 1), (2, 512, 1), (2, 512, 2), (2, 1024, 4), (4, 256, 2))
 
 
+# conv1d_lanes' candidates on a benchmark shape, after the file's entry: (V slots a lane, NW warps) with x's
+# load evicted first or unhinted, the "shift" halo (run115, H100: "each" at V = 16 held 167 registers and ran
+# 9.8% behind "shift" on 2,560 rows; level on 1,536), where the row holds whole spans of 32 V groups.
+LANES_TILES = ((4, 2), (4, 4), (4, 8), (8, 1), (8, 2), (8, 4), (16, 1), (16, 2), (16, 4))
+LANES_EVICTS = ("first", "")
+
+
 class EffortError(ValueError):
     """An effort and a timing that do not go together."""
+
+
+class LanesNotServed(ValueError):
+    """conv1d_lanes would not run on this input here, so timing its configs would time another kernel."""
 
 
 def runner_ms(fn, rep_ms: float = RANK_REP_MS) -> float:
@@ -92,12 +103,17 @@ def tile_name(config: dict) -> str:
     return f"{rows}x{cols}/{config.get('num_warps', '?')}"
 
 
-def timed_line(found: dict) -> str:
+def lanes_name(config) -> str:
+    V, num_warps, evict, halo = config
+    return f"V{V}/{num_warps} {evict or 'unhinted'} {halo}"
+
+
+def timed_line(found: dict, name=tile_name) -> str:
     """Every config timed on a shape, fastest first, in microseconds ("failed" where it did not build or match)."""
     timed = sorted(found.get("timed", []), key=lambda entry: entry["ms"] if entry["ms"] is not None else math.inf)
     return "  timed: " + ", ".join(
-        f"{tile_name(entry['config'])} {entry['ms'] * 1e3:.2f} us" if entry["ms"] is not None
-        else f"{tile_name(entry['config'])} failed" for entry in timed)
+        f"{name(entry['config'])} {entry['ms'] * 1e3:.2f} us" if entry["ms"] is not None
+        else f"{name(entry['config'])} failed" for entry in timed)
 
 
 def fastest_config(candidates: list[dict], build, check, timer) -> tuple[dict, list]:
@@ -188,4 +204,74 @@ def _autotune(shapes, effort, timing, out_dir: Path, write: bool, echo, path: Pa
             echo("  no config built and matched the reference: the file keeps its entry")
         elif write:
             harness.write_whole(path, configs.rewrite(path.read_text(), {shape: found[shape]["config"]}), flag="the Helion file")
+    return found
+
+
+def lanes_candidates(current: tuple | None, S: int) -> list[tuple]:
+    """What is timed on a shape: the file's entry first (if any), then LANES_TILES x LANES_EVICTS with the "shift"
+    halo where a row of S outputs holds whole spans of V lanes' groups, the file's entry not again."""
+    grid = [(V, num_warps, evict, "shift") for V, num_warps in LANES_TILES for evict in LANES_EVICTS
+            if S % (128 * V) == 0]
+    return ([tuple(current)] if current else []) + [config for config in grid if config != tuple(current or ())]
+
+
+def lanes_shape(module, args: dict, current: tuple | None) -> dict:
+    """conv1d_lanes' candidates on one shape's input, each through the file's custom_kernel (what the runner
+    times) at that entry of LANES_CONFIGS, checked against the reference and timed as the runner times; the
+    first within KEEP_MARGIN of the fastest is kept. Raises LanesNotServed where the kernel would not run."""
+    import reference
+    import torch
+
+    key = tuple(args[k] for k in harness.SHAPE_FIELDS)
+    probe = current or lanes_candidates(None, args["S"])[0]
+    module.LANES_CONFIGS[key] = probe
+    if module.lanes_config(torch.empty(key[:3]), torch.empty(key[1], key[3])) is None:
+        import triton
+
+        raise LanesNotServed(
+            f"conv1d_lanes does not run on {harness.case_label(args)} here (Triton {triton.__version__}, Helion "
+            f"{importlib.metadata.version('helion')}): it needs W = 4, rows of whole 128-output spans, and the "
+            "Triton and Helion releases whose layout was read (the Helion file's LANE_MAJOR_TRITONS and "
+            "LANE_MAJOR_HELIONS)")
+    data = reference.generate_input(**args)
+    start = time.time()
+
+    def build(candidate):
+        module.LANES_CONFIGS[key] = candidate
+        return functools.partial(module.custom_kernel, data)
+
+    def check(out):
+        return reference.check_implementation(data, out)[0]
+
+    config, timed = fastest_config(lanes_candidates(current, args["S"]), build, check, runner_ms)
+    if current is None:
+        del module.LANES_CONFIGS[key]
+    else:
+        module.LANES_CONFIGS[key] = current
+    return {"config": config, "file_config": current, "seconds": round(time.time() - start, 1),
+            "timed": [{"config": c, "ms": ms if math.isfinite(ms) else None} for c, ms in timed]}
+
+
+def tune_lanes(shapes: list[dict], out_dir: Path | None, write: bool, echo=print, path: Path = HELION_SUBMISSION) -> dict:
+    """lanes_shape on every shape in turn; lanes_configs.json under out_dir (None: nothing recorded) and, with
+    write, the file's LANES_CONFIGS rewritten after each shape, so a run cut short keeps what it found."""
+    module = harness.load_submission(path, "submission_helion_lanes")
+    current = configs.read_table(path.read_text(), configs.LANES)[1]
+    found = {}
+    for args in shapes:
+        shape = tuple(args[k] for k in harness.SHAPE_FIELDS)
+        found[shape] = lanes_shape(module, args, current.get(shape))
+        echo(f"{harness.case_label(args)}: {found[shape]['config']}  [{found[shape]['seconds']} s]")
+        echo(timed_line(found[shape], lanes_name))
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            harness.write_whole(out_dir / "lanes_configs.json", json.dumps(
+                {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
+                 "configs": {harness.case_label(dict(zip(harness.SHAPE_FIELDS, k))): v for k, v in found.items()}},
+                indent=2), flag="--out")
+        if found[shape]["config"] is None:
+            echo("  no config built and matched the reference: the file keeps its entry")
+        elif write:
+            harness.write_whole(path, configs.rewrite(path.read_text(), {shape: tuple(found[shape]["config"])},
+                                                      markers=configs.LANES), flag="the Helion file")
     return found

@@ -54,6 +54,8 @@ SEAM_OFFERS = {
     "LANES_CONFIGS": "Helion: dict (B, D, S, W) -> (V, num_warps, evict, halo), the lane-shuffle kernel's measured "
                      "table; the shapes it holds take that kernel where its Triton and Helion releases allow, the "
                      "others conv1d_groups",
+    "lanes_config": "Helion: lanes_config(x, weight) -> the LANES_CONFIGS entry the lane-shuffle kernel runs at, None "
+                    "where conv1d_groups serves the input",
 }
 
 KINDS = ("submission", "variant", "copy", "baseline", "peer", "reference")

@@ -29,10 +29,10 @@ from task import input_t, output_t
 
 GROUP = 4  # fp32 elements in one 16-byte access
 
-# conv1d_groups' configs, hard-coded per task shape, as the Helion rules require (the runner forbids autotuning):
-# the picks of `python scripts/cli.py helion-tune` on an H200 with Helion 0.3.3, its search's pick timed beside
-# one-row tiles (the three leaderboard shapes: run28, results/nvidia-h200/probe_run28.json). The benchmark shapes
-# take conv1d_lanes instead where LANES_CONFIGS serves them (Triton 3.6, Helion 0.3).
+# conv1d_groups' configs, hard-coded per task shape, as the Helion rules require (the runner forbids
+# autotuning): the picks of `python scripts/cli.py helion-tune` on an H200 with Helion 0.3.3, its search's
+# pick timed beside one-row tiles (the three leaderboard shapes: run28, results/nvidia-h200/probe_run28.json).
+# The benchmark shapes take conv1d_lanes instead where LANES_CONFIGS serves them (Triton 3.6, Helion 0.3).
 # (B, D, S, W) -> config.
 # <configs>
 SHAPE_CONFIGS = {
@@ -164,16 +164,19 @@ SHAPE_CONFIGS = {
 # eviction policy, HALO). HALO is where lane 0 gets the group before each slot: "shift" (one masked load for
 # slot 0, lane 31's shuffled values moved up a slot for the others), "each" (one masked load a slot, before
 # the barrier) or "each-after" (the same, after it). The picks of one call on an H100 (run115,
-# results/nvidia-h100/helion_lanes_run115.json: six configurations, three rounds).
+# results/nvidia-h100/helion_lanes_run115.json: six configurations, three rounds); `python scripts/cli.py
+# helion-tune-lanes` times the candidates on the GPU at hand and rewrites this table.
+# <lanes-configs>
 LANES_CONFIGS = {
-    (1, 1536, 2048, 4): (4, 8, "first", "shift"),
-    (1, 2560, 2048, 4): (16, 2, "first", "shift"),
-    (1, 2560, 4096, 4): (16, 2, "first", "shift"),
+    (1, 1536, 2048, 4): (4, 8, 'first', 'shift'),
+    (1, 2560, 2048, 4): (16, 2, 'first', 'shift'),
+    (1, 2560, 4096, 4): (16, 2, 'first', 'shift'),
 }
+# </lanes-configs>
 HALOS = ("shift", "each", "each-after")
-# The Triton releases whose layout of the [T, V] operands was read (TTGIR, sm_90 and sm_100) to put T on the lanes:
-# 3.6 (the runner's). 3.7.1 puts the lanes on V, where a shuffle would read the wrong group. The Helion releases
-# whose generated code that was: the [T, V] indexing and the load numbering below are Helion's.
+# The Triton releases whose layout of the [T, V] operands was read (TTGIR, sm_90 and sm_100) to put T on
+# the lanes: 3.6 (the runner's). 3.7.1 puts the lanes on V, where a shuffle would read the wrong group. The
+# Helion releases whose generated code that was: the [T, V] indexing and the load numbering are Helion's.
 LANE_MAJOR_TRITONS = ("3.6.",)
 LANE_MAJOR_HELIONS = ("0.3.",)
 LANES_LOADS = 7  # the slots, the halo, four taps, the bias: how Helion numbers the loads for load_eviction_policies

@@ -394,6 +394,10 @@ def test_one_rewriter_serves_both_submissions_and_keeps_helion_configs_one_key_p
     assert "+        'block_sizes': [2, 64]," in changed and "+        'num_warps': 4," in changed
     assert all(len(line) <= configs.WIDTH + 1 for line in new.splitlines()[:200] if "'" in line)
     assert configs.read_table(new)[1][(1, 1536, 2048, 4)] == {"block_sizes": [2, 64], "num_warps": 4}
+    lanes = configs.rewrite(text, {(1, 1536, 2048, 4): (8, 2, "", "shift")}, markers=configs.LANES)
+    assert configs.rewrite(text, markers=configs.LANES) == text  # the lane table too keeps its own format
+    assert configs.read_table(lanes, configs.LANES)[1][(1, 1536, 2048, 4)] == (8, 2, "", "shift")
+    assert configs.read_table(lanes)[1] == table  # the other table untouched
 
 
 def test_compare_mechanics_on_the_cpu(tmp_path, monkeypatch):

@@ -199,3 +199,114 @@ def test_every_benchmark_shape_has_a_lanes_config():
     for (B, D, S, W), (V, NW, evict, halo) in lanes.LANES_CONFIGS.items():
         assert W == 4 and S % (128 * V) == 0 and NW in (1, 2, 4, 8) and evict in ("", "first", "last")
         assert halo in lanes.HALOS
+
+
+# ----------------------------------------------------------------------------- helion-tune-lanes (the GPU times; here its bookkeeping)
+class FakeLanesFile:
+    """The Helion file's lane seam (LANES_CONFIGS, lanes_config, custom_kernel) without Helion: custom_kernel
+    answers with the reference, wrongly at `wrong`, and says which entry it ran at."""
+
+    def __init__(self, served=True, wrong=None):
+        self.LANES_CONFIGS, self.served, self.wrong, self.ran = {}, served, wrong, []
+
+    def lanes_config(self, x, weight):
+        return self.LANES_CONFIGS.get((*x.shape, weight.shape[1])) if self.served else None
+
+    def custom_kernel(self, data):
+        import reference
+
+        entry = self.LANES_CONFIGS[(*data[0].shape, data[1].shape[1])]
+        self.ran.append(entry)
+        out = reference.ref_kernel(data)
+        return out + 1 if entry == self.wrong else out
+
+
+def test_lanes_candidates_start_with_the_files_entry_and_fit_the_row():
+    from scripts import helion_autotune
+
+    current = (4, 8, "first", "shift")
+    listed = helion_autotune.lanes_candidates(current, 1024)
+    assert listed[0] == current and listed.count(current) == 1
+    assert all(1024 % (128 * V) == 0 and halo in lanes_module().HALOS for V, _, _, halo in listed)
+    assert {V for V, *_ in listed} == {4, 8}  # V = 16 needs rows of 2048
+    assert (16, 2, "first", "shift") in helion_autotune.lanes_candidates(None, 2048)
+
+
+def test_lanes_shape_runs_each_candidate_through_custom_kernel_and_keeps_the_fastest_that_matches(monkeypatch):
+    from scripts import helion_autotune
+
+    args = {"B": 1, "D": 2, "S": 1024, "W": 4, "seed": 5}
+    current = (4, 8, "first", "shift")
+    fastest, wrong = (8, 2, "first", "shift"), (8, 1, "first", "shift")
+    module = FakeLanesFile(wrong=wrong)
+    times = {fastest: 0.5, wrong: 0.1}  # the wrong one would be fastest: it must not be kept
+    monkeypatch.setattr(helion_autotune, "runner_ms", lambda call: times.get(module.ran[-1], 1.0))
+    found = helion_autotune.lanes_shape(module, args, current)
+    assert found["config"] == fastest and found["file_config"] == current
+    assert [entry["config"] for entry in found["timed"]] == helion_autotune.lanes_candidates(current, 1024)
+    assert next(entry["ms"] for entry in found["timed"] if entry["config"] == wrong) is None
+    assert module.LANES_CONFIGS == {(1, 2, 1024, 4): current}  # the file's table as it was
+    times[current] = 0.502  # within KEEP_MARGIN of the fastest: the file's entry stays
+    assert helion_autotune.lanes_shape(module, args, current)["config"] == current
+
+
+def test_lanes_shape_refuses_where_the_lane_kernel_would_not_run():
+    from scripts import helion_autotune
+
+    module = FakeLanesFile(served=False)
+    with pytest.raises(helion_autotune.LanesNotServed, match=r"conv1d_lanes does not run on 1x2x1024x4 here \(Triton"):
+        helion_autotune.lanes_shape(module, {"B": 1, "D": 2, "S": 1024, "W": 4, "seed": 5}, None)
+    assert module.ran == []  # nothing timed
+
+
+def test_helion_tune_lanes_writes_each_pick_into_the_lane_table_only(tmp_path, monkeypatch):
+    from scripts import configs, helion_autotune
+    from conftest import task_shapes
+
+    copy = tmp_path / "submission_helion.py"
+    copy.write_text(HELION_FILE.read_text())
+    shipped = configs.read_table(HELION_FILE.read_text(), configs.LANES)[1]
+    first, second = task_shapes("benchmarks")[:2]
+    picks = iter([(8, 4, "", "shift"), None])
+    given = []
+    monkeypatch.setattr(helion_autotune, "lanes_shape", lambda module, args, current: given.append(current) or {
+        "config": next(picks), "file_config": current, "seconds": 1.0, "timed": []})
+    said = []
+    shapes = [dict(zip("BDSW", shape)) for shape in (first, second)]
+    helion_autotune.tune_lanes(shapes, tmp_path / "out", write=True, echo=said.append, path=copy)
+    assert given == [shipped[first], shipped[second]]  # each shape starts from the file's entry
+    table = configs.read_table(copy.read_text(), configs.LANES)[1]
+    assert table == {**shipped, first: (8, 4, "", "shift")}  # the second found nothing: its entry stays
+    assert any("file keeps its entry" in line for line in said)
+    assert configs.read_table(copy.read_text())[1] == configs.read_table(HELION_FILE.read_text())[1]
+    before, after = HELION_FILE.read_text().split(configs.LANES[0]), copy.read_text().split(configs.LANES[0])
+    assert before[0] == after[0] and before[1].split(configs.LANES[1])[1] == after[1].split(configs.LANES[1])[1]
+    recorded = json.loads((tmp_path / "out" / "lanes_configs.json").read_text())
+    assert recorded["configs"][harness.case_label(dict(zip("BDSW", first)))]["config"] == [8, 4, "", "shift"]
+
+
+def test_helion_tune_lanes_cli_dry_run_writes_nothing_and_a_refusal_is_one_sentence(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from scripts import cli, helion_autotune
+    from conftest import task_shapes
+
+    monkeypatch.setattr(cli.harness, "gpu_available", lambda: True)
+    monkeypatch.setattr(helion_autotune.harness, "load_submission", lambda path, name: FakeLanesFile())
+    monkeypatch.setattr(helion_autotune, "lanes_shape", lambda module, args, current: {
+        "config": (8, 2, "first", "shift"), "file_config": current, "seconds": 1.0, "timed": []})
+    before = HELION_FILE.read_bytes()
+    result = CliRunner().invoke(cli.cli, ["helion-tune-lanes", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("(8, 2, 'first', 'shift')") == len(task_shapes("benchmarks"))
+    assert "updated" not in result.output and HELION_FILE.read_bytes() == before
+    refused = CliRunner().invoke(cli.cli, ["helion-tune-lanes", "--dry-run", "--out", str(tmp_path / "o")])
+    assert refused.exit_code != 0 and "takes no --out" in refused.output and not (tmp_path / "o").exists()
+
+    def not_served(module, args, current):
+        raise helion_autotune.LanesNotServed("conv1d_lanes does not run on 1x1536x2048x4 here (Triton 3.7.1)")
+
+    monkeypatch.setattr(helion_autotune, "lanes_shape", not_served)
+    refused = CliRunner().invoke(cli.cli, ["helion-tune-lanes", "--dry-run"])
+    assert refused.exit_code == 1 and refused.output.strip() == \
+        "Error: conv1d_lanes does not run on 1x1536x2048x4 here (Triton 3.7.1)"
