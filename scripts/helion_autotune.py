@@ -223,31 +223,32 @@ def lanes_shape(module, args: dict, current: tuple | None) -> dict:
     import torch
 
     key = tuple(args[k] for k in harness.SHAPE_FIELDS)
-    probe = current or lanes_candidates(None, args["S"])[0]
-    module.LANES_CONFIGS[key] = probe
-    if module.lanes_config(torch.empty(key[:3]), torch.empty(key[1], key[3])) is None:
-        import triton
+    try:
+        module.LANES_CONFIGS[key] = current or lanes_candidates(None, args["S"])[0]
+        if module.lanes_config(torch.empty(key[:3]), torch.empty(key[1], key[3])) is None:
+            import triton
 
-        raise LanesNotServed(
-            f"conv1d_lanes does not run on {harness.case_label(args)} here (Triton {triton.__version__}, Helion "
-            f"{importlib.metadata.version('helion')}): it needs W = 4, rows of whole 128-output spans, and the "
-            "Triton and Helion releases whose layout was read (the Helion file's LANE_MAJOR_TRITONS and "
-            "LANE_MAJOR_HELIONS)")
-    data = reference.generate_input(**args)
-    start = time.time()
+            raise LanesNotServed(
+                f"conv1d_lanes does not run on {harness.case_label(args)} here (Triton {triton.__version__}, Helion "
+                f"{importlib.metadata.version('helion')}): it needs W = 4, rows of whole 128-output spans, and the "
+                "Triton and Helion releases whose layout was read (the Helion file's LANE_MAJOR_TRITONS and "
+                "LANE_MAJOR_HELIONS)")
+        data = reference.generate_input(**args)
+        start = time.time()
 
-    def build(candidate):
-        module.LANES_CONFIGS[key] = candidate
-        return functools.partial(module.custom_kernel, data)
+        def build(candidate):
+            module.LANES_CONFIGS[key] = candidate
+            return functools.partial(module.custom_kernel, data)
 
-    def check(out):
-        return reference.check_implementation(data, out)[0]
+        def check(out):
+            return reference.check_implementation(data, out)[0]
 
-    config, timed = fastest_config(lanes_candidates(current, args["S"]), build, check, runner_ms)
-    if current is None:
-        del module.LANES_CONFIGS[key]
-    else:
-        module.LANES_CONFIGS[key] = current
+        config, timed = fastest_config(lanes_candidates(current, args["S"]), build, check, runner_ms)
+    finally:  # the module's table as the file has it, whatever happened
+        if current is None:
+            module.LANES_CONFIGS.pop(key, None)
+        else:
+            module.LANES_CONFIGS[key] = current
     return {"config": config, "file_config": current, "seconds": round(time.time() - start, 1),
             "timed": [{"config": c, "ms": ms if math.isfinite(ms) else None} for c, ms in timed]}
 
@@ -255,6 +256,8 @@ def lanes_shape(module, args: dict, current: tuple | None) -> dict:
 def tune_lanes(shapes: list[dict], out_dir: Path | None, write: bool, echo=print, path: Path = HELION_SUBMISSION) -> dict:
     """lanes_shape on every shape in turn; lanes_configs.json under out_dir (None: nothing recorded) and, with
     write, the file's LANES_CONFIGS rewritten after each shape, so a run cut short keeps what it found."""
+    import triton
+
     module = harness.load_submission(path, "submission_helion_lanes")
     current = configs.read_table(path.read_text(), configs.LANES)[1]
     found = {}
@@ -267,6 +270,7 @@ def tune_lanes(shapes: list[dict], out_dir: Path | None, write: bool, echo=print
             out_dir.mkdir(parents=True, exist_ok=True)
             harness.write_whole(out_dir / "lanes_configs.json", json.dumps(
                 {"device": harness.device_name(), "helion": importlib.metadata.version("helion"),
+                 "triton": triton.__version__,
                  "configs": {harness.case_label(dict(zip(harness.SHAPE_FIELDS, k))): v for k, v in found.items()}},
                 indent=2), flag="--out")
         if found[shape]["config"] is None:

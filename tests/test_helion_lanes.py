@@ -256,7 +256,7 @@ def test_lanes_shape_refuses_where_the_lane_kernel_would_not_run():
     module = FakeLanesFile(served=False)
     with pytest.raises(helion_autotune.LanesNotServed, match=r"conv1d_lanes does not run on 1x2x1024x4 here \(Triton"):
         helion_autotune.lanes_shape(module, {"B": 1, "D": 2, "S": 1024, "W": 4, "seed": 5}, None)
-    assert module.ran == []  # nothing timed
+    assert module.ran == [] and module.LANES_CONFIGS == {}  # nothing timed, the table as it was
 
 
 def test_helion_tune_lanes_writes_each_pick_into_the_lane_table_only(tmp_path, monkeypatch):
