@@ -1,10 +1,15 @@
 """A Triton kernel built for a GPU on the CPU (sm_90 the H100 and H200, sm_100 the B200; Triton's wheel carries
 ptxas and cuobjdump, so no GPU is needed), read for what the warp-shuffle kernels rely on. Run in a child process
-without TRITON_INTERPRET: the build tests call `read` from a script and print its record as JSON."""
+without TRITON_INTERPRET: the build tests call `read` from a script that prints its record as JSON, through `run`."""
+import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
 
 VECTOR_LOAD = r"\bLDG\.E[.A-Z]*\.128\b"
 
@@ -30,3 +35,14 @@ def read(fn, signature: dict, constexprs: dict, attrs: dict, num_warps: int, arc
             "shfl": len(re.findall(r"\bSHFL\.IDX\b", sass)), "bar": len(re.findall(r"\bBAR\.SYNC\b", sass)),
             "vector_loads": len(re.findall(VECTOR_LOAD, sass)),
             "vector_loads_before_first_shfl": len(re.findall(VECTOR_LOAD, before_shfl))}
+
+
+def run(script: str, *argv) -> dict:
+    """The record a build script prints last, the script run in a child without either interpreter, with the
+    workspace and tests/ importable."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS.parent), str(TESTS), env.get("PYTHONPATH")]))
+    done = subprocess.run([sys.executable, "-c", script, *map(str, argv)], cwd=TESTS.parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

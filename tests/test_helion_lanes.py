@@ -4,7 +4,6 @@ builds for sm_90 and sm_100 (no GPU needed: Triton's wheel carries ptxas and cuo
 conv1d_groups."""
 import functools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 import torch
 
 import eval as harness
+import offline_build
 from conftest import HAS_GPU, ROOT
 from test_helion import HELION_FILE, child_env
 
@@ -120,12 +120,7 @@ def test_the_gpu_build_puts_the_lanes_on_T_and_every_load_before_the_shuffles(V,
     if not triton.__version__.startswith(lanes_module().LANE_MAJOR_TRITONS):
         pytest.skip(f"Triton {triton.__version__}: the kernel runs only under the releases whose layout was read "
                     "(LANE_MAJOR_TRITONS; the runner's is 3.6), and this one takes conv1d_groups")
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "HELION_INTERPRET")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", BUILD, str(V), str(NW), halo, str(arch)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    built = json.loads(done.stdout.strip().splitlines()[-1])
+    built = offline_build.run(BUILD, V, NW, halo, arch)
     assert built["operands"], "no shuffle in the build"
     for operand in built["operands"]:
         assert operand.startswith(f"tensor<{NW * 32}x{V}xf32"), f"a shuffle operand is {operand}, not [T, V]"

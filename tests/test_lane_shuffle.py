@@ -3,15 +3,11 @@ wheel carries ptxas and cuobjdump). The interpreter the other tests run it under
 and no PTX, so only a build shows that the GPU path compiles and that the compiler keeps what the
 shuffles assume: row l of each 1-D [NW * 32] operand in lane l of warp l // 32 (results/NOTES.md, v42h: a
 3-D operand did not keep it under Triton 3.6)."""
-import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT
+import offline_build
 
 BUILD = r"""
 import json, sys
@@ -35,12 +31,7 @@ def shuffled_columns(W: int) -> int:
 @pytest.mark.parametrize("W, V, NW, EVEN", [(4, 16, 2, 1), (4, 4, 8, 1), (4, 16, 1, 0), (13, 4, 2, 0), (3, 8, 1, 1)],
                          ids=lambda v: str(v))
 def test_the_gpu_build_shuffles_one_row_a_lane_after_all_its_loads(W, V, NW, EVEN):
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    done = subprocess.run([sys.executable, "-c", BUILD, str(W), str(V), str(NW), str(EVEN)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    built = json.loads(done.stdout.strip().splitlines()[-1])
+    built = offline_build.run(BUILD, W, V, NW, EVEN)
     assert built["operands"], "no inline-asm shuffle in the build"
     for operand in built["operands"]:
         shape, layout = re.fullmatch(r"tensor<(\d+)xf32, (#\w+)>", operand).groups()
