@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -62,6 +63,7 @@ PROFILE_ALTCHARS = b"+*"  # the runner's base64 alphabet for profile reports
 REQUIRED_FIELDS = ("B", "D", "S", "W", "seed")
 SHAPE_FIELDS = REQUIRED_FIELDS[:4]
 SEED_RANGE = (-(2 ** 63), 2 ** 64 - 1)  # what torch.Generator.manual_seed takes
+SECRET_RANGE = (0, 2 ** 32 - 1)  # the secret seeds utils.set_seed, and numpy's seed takes no other
 MAX_ELEMENTS = 2 ** 61  # a tensor's bytes (4 an fp32 element) must fit torch's signed 64-bit count
 FAILED = 112
 BAD_TESTS_FILE = 113
@@ -207,30 +209,39 @@ def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
     return stop if isinstance(stop, Interrupted) else Interrupted(signal.SIGINT)
 
 
+def written_over(path: Path, named) -> str | None:
+    """What path is that no run writes over, as the rest of a sentence about it, or None: one of the named
+    (file, what it is) pairs, whether or not either exists yet, a Python file, a file in git's own folder or
+    one git tracks, since a local run never changes tracked files."""
+    for given, what in named:
+        same_file = path.exists() and Path(given).exists() and os.path.samefile(path, given)
+        if path.resolve() == Path(given).resolve() or same_file:
+            return f"is {given}, {what}"
+    if path.suffix == ".py":
+        return "names a Python file"
+    if ".git" in (path.parent.resolve() / path.name).parts:
+        return "is inside git's own folder"
+    if path.parent.is_dir() and tracked_by_git(path):
+        return "is a file git tracks, and a local run never changes tracked files"
+    return None
+
+
 def output_problem(path: Path, flag: str = "--json", inputs=(), history: Path = HISTORY) -> str | None:
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
     path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
-    must not be task.yml, the history or one of the inputs given (the submission, the tests file), whether
-    or not it exists yet, nor a Python file, a file git tracks or one in git's own folder: the rename would
-    put the report in its place, and a local run never changes tracked files."""
+    must not be task.yml, the history, one of the inputs given (the submission, the tests file) or any
+    other file written_over names: the rename would put the report in its place."""
     path = Path(path)
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
     named = [(given, "which this run reads or writes") for given in inputs if given is not None]
     named += [(HERE / "task.yml", "the task's contract"), (history, "the workspace's history of runs")]
-    for given, what in named:
-        same_file = path.exists() and Path(given).exists() and os.path.samefile(path, given)
-        if path.resolve() == Path(given).resolve() or same_file:
-            return f"{flag} {path} is {given}, {what}; give the report another name"
-    if path.suffix == ".py":
-        return f"{flag} {path} names a Python file, and the report is JSON; give a .json name"
-    if ".git" in (path.parent.resolve() / path.name).parts:
-        return f"{flag} {path} is inside git's own folder; give a file outside it"
+    clash = written_over(path, named)
+    if clash:
+        return f"{flag} {path} {clash}; give the report another name"
     if not path.parent.is_dir():
         return f"{flag} {path}: the folder {path.parent} does not exist"
-    if tracked_by_git(path):
-        return f"{flag} {path} is a file git tracks, and a local run never changes tracked files; give another name"
     if path.exists() and not path.is_file():
         return f"{flag} {path} is not a regular file (a device, a pipe or a socket); give a file name"
     if path.exists() and not os.access(path, os.W_OK):
@@ -303,6 +314,8 @@ def load_task(problem_dir: Path = HERE) -> dict:
         raise TaskError(f"{path} is not UTF-8 text (byte {error.start})") from None
     except yaml.YAMLError as error:
         raise TaskError(f"{path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise TaskError(f"{path} nests too deeply to read") from None
     missing = [k for k in ("tests", "benchmarks", *TIMEOUT_KEYS) if not isinstance(task, dict) or k not in task]
     if missing:
         raise TaskError(f"{path} lacks {', '.join(missing)}")
@@ -600,8 +613,14 @@ def largest_errors(output, expected) -> str:
 
 
 def check_output(reference, pristine, passed, output) -> None:
-    """The runner's check, after ours: inputs untouched and the output a fresh tensor."""
+    """The runner's check, after ours: inputs untouched and the output a fresh, plain tensor."""
+    import torch
+
     check_untouched(pristine, passed)
+    if isinstance(output, torch.Tensor) and type(output) is not torch.Tensor:  # the runner passes one whose
+        # own operators fake the comparison (or the alias check); this harness does not
+        raise CaseFailure(f"custom_kernel returned a {type(output).__name__}, a subclass of torch.Tensor, whose own"
+                          " operators could decide the check; return a plain torch.Tensor")
     check_no_alias(output, passed)
     dtype = getattr(output, "dtype", None)
     if dtype is not None and (dtype.is_complex or not dtype.is_floating_point):
@@ -612,11 +631,16 @@ def check_output(reference, pristine, passed, output) -> None:
         raise CaseFailure(message, largest_errors(output, reference.ref_kernel(pristine)))
 
 
+def named(error: BaseException) -> str:
+    """An exception as its type and its message, or its type alone where it has none."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 def _call(custom_kernel, data):
     try:
         return custom_kernel(data)
     except BaseException as error:  # the kernel's own error, KeyboardInterrupt or SystemExit too, is the case's failure
-        raise CaseFailure(f"custom_kernel raised {type(error).__name__}: {error}") from None
+        raise CaseFailure(f"custom_kernel raised {named(error)}") from None
 
 
 # ----------------------------------------------------------------------------- a case's phases
@@ -647,7 +671,7 @@ class Captured:
                 with torch.cuda.graph(self.graph):
                     self.output = custom_kernel(data)
             except BaseException as error:
-                raise CaseFailure(f"Failed to capture kernel in CUDA graph: {type(error).__name__}: {error}") from None
+                raise CaseFailure(f"Failed to capture kernel in CUDA graph: {named(error)}") from None
         self.replay()
 
     def replay(self):
@@ -807,6 +831,24 @@ def interpreter_env(source: str) -> dict:
     return {"HELION_INTERPRET": "1"} if uses_helion else {"TRITON_INTERPRET": "1"}
 
 
+def harness_functions(modules: dict) -> dict:
+    """Every function and class of the modules that check a case (label -> module), by where it lives: the
+    check calls them by these names, so a submission that swaps one (reference.check_implementation for one
+    that always passes) would judge itself."""
+    return {(label, name): value for label, module in modules.items() for name, value in vars(module).items()
+            if callable(value) and not isinstance(value, types.ModuleType)}
+
+
+def replaced_functions(held: dict, modules: dict) -> str | None:
+    """The held functions the submission replaced since, as one phrase, or None."""
+    swapped = [f"{label}.{name}" for (label, name), value in held.items()
+               if getattr(modules[label], name, None) is not value]
+    return ", ".join(swapped) or None
+
+
+TAMPERED = "the submission replaced {names}, which this harness checks cases with; it must leave them alone"
+
+
 def _worker_main(conn, submission: str, secret):
     """The worker: import the submission once, then run the cases the parent sends until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it ends this process
@@ -817,14 +859,23 @@ def _worker_main(conn, submission: str, secret):
     import torch
 
     if not torch.cuda.is_available():
-        os.environ.update(interpreter_env(Path(submission).read_text()))
+        chosen = interpreter_env(Path(submission).read_text())
+        for name in ("TRITON_INTERPRET", "HELION_INTERPRET"):  # one set by hand too: Helion refuses to run beside
+            os.environ.pop(name, None)  # Triton's interpreter, and the file says which one it needs
+        os.environ.update(chosen)
     import reference
-    from utils import set_seed
+    import utils
 
+    checkers = {"reference": reference, "utils": utils, "eval": sys.modules[__name__]}
+    held = harness_functions(checkers)
     try:
         module = load_submission(Path(submission))
     except BaseException as error:
-        conn.send(("import-failed", f"could not import the submission: {type(error).__name__}: {error}"))
+        conn.send(("import-failed", f"could not import the submission: {named(error)}"))
+        return
+    swapped = replaced_functions(held, checkers)
+    if swapped:
+        conn.send(("import-failed", TAMPERED.format(names=swapped)))
         return
     if not callable(getattr(module, "custom_kernel", None)):
         conn.send(("import-failed", "the submission defines no custom_kernel function"))
@@ -838,13 +889,16 @@ def _worker_main(conn, submission: str, secret):
         if request is None:
             return
         mode, args, measure_torch_copy, rep_ms = request
-        set_seed(secret if secret is not None else 42)
+        held[("utils", "set_seed")](secret if secret is not None else 42)
         try:
             outcome = run_case(mode, args, module.custom_kernel, reference, measure_torch_copy, rep_ms)
         except CaseFailure as failure:
             outcome = Outcome(ok=False, error=str(failure), detail=failure.detail)
         except BaseException as error:  # a BaseException the submission raised is this case's failure, named
-            outcome = Outcome(ok=False, error=f"{type(error).__name__}: {error}")
+            outcome = Outcome(ok=False, error=named(error))
+        swapped = replaced_functions(held, checkers)  # a swap made inside custom_kernel judged this case
+        if swapped:
+            outcome = Outcome(ok=False, error=TAMPERED.format(names=swapped))
         try:
             conn.send(outcome)
         except OSError:  # the parent is gone (a signal ended it): end quietly, no BrokenPipeError traceback
@@ -1103,7 +1157,7 @@ def runner_main(opts, fd_text: str) -> int:
     try:
         fd = int(fd_text)
         mode_bits = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
-    except (ValueError, OSError):
+    except (ValueError, OverflowError, OSError):
         print(f"POPCORN_FD={fd_text!r} does not name an open file descriptor for the results.", file=sys.stderr)
         return USAGE
     if mode_bits == os.O_RDONLY:
@@ -1120,6 +1174,10 @@ def runner_main(opts, fd_text: str) -> int:
         secret = int(seed_text) if seed_text else None
     except ValueError:
         print(f"POPCORN_SEED must be an integer, got {shown(seed_text)}", file=sys.stderr)
+        return BAD_TESTS_FILE
+    if secret is not None and not SECRET_RANGE[0] <= secret <= SECRET_RANGE[1]:
+        print(f"POPCORN_SEED must be {SECRET_RANGE[0]} to {SECRET_RANGE[1]} (the seeds numpy takes),"
+              f" got {shown(seed_text)}", file=sys.stderr)
         return BAD_TESTS_FILE
     try:
         cases = read_tests_file(opts.tests_file, secret)

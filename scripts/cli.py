@@ -118,7 +118,7 @@ def check_writable(json_out, inputs, keeps_history: bool) -> None:
     the run's inputs, or the history), and, for a run that keeps a history entry, a history it cannot be
     appended to."""
     problem = (json_out is not None and harness.output_problem(json_out, inputs=inputs, history=history.HISTORY)
-               or keeps_history and history.append_problem())
+               or keeps_history and history.append_problem(inputs=inputs))
     if problem:
         raise click.ClickException(f"{problem}; nothing was run")
 
@@ -550,7 +550,11 @@ def submit(file, mode, gpu, board, yes, dry_run):
     for warning in checked["caching"]:
         click.echo(f"warning: looks like caching across calls, {warning}")
     if dry_run:
-        popcorn = leaderboard.find_popcorn() or "popcorn-cli"
+        try:
+            popcorn = leaderboard.check_popcorn()
+        except leaderboard.PreflightError as error:  # the dry run goes on; the real submit would stop here
+            popcorn = "popcorn-cli"
+            click.echo(f"warning: a real submit would stop at its first step: {error}")
         output = history.REMOTE / "OUTPUT.txt"
         click.echo(" ".join(leaderboard.popcorn_command(popcorn, checked["leaderboard"], checked["gpu"], mode, file,
                                                         output)))

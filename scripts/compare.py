@@ -47,7 +47,7 @@ def check_impl(fn, args: dict) -> str:
     except harness.CaseFailure as failure:
         return str(failure)
     except Exception as error:
-        return f"{type(error).__name__}: {error}"
+        return harness.named(error)
     return ""
 
 

@@ -227,6 +227,9 @@ def locked(path: Path | None = None):
     """The history open for appending, held under an exclusive fcntl lock: one writer at a time, so a
     read-then-append merge never races another process's. Yields the descriptor."""
     path = Path(path or HISTORY)
+    misplaced = place_problem(path)  # every writer comes here, those no run's check came before too
+    if misplaced:
+        raise HistoryError(f"{misplaced}; nothing was written to it")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -266,9 +269,21 @@ def _append_line(fd: int, entry: dict) -> None:
     os.write(fd, line)
 
 
-def append_problem(path: Path | None = None) -> str | None:
+def place_problem(path: Path, inputs=()) -> str | None:
+    """Why path cannot hold the history however writable it is: entries are JSON lines appended to it, so it
+    must not be task.yml, one of the run's inputs (the submission, the tests file) or any other file
+    eval.py's written_over names."""
+    named = [(given, "which this run reads") for given in inputs if given is not None]
+    clash = harness.written_over(path, named + [(harness.HERE / "task.yml", "the task's contract")])
+    return clash and f"the history {path} {clash}; point WORKSPACE_HISTORY at a file of its own"
+
+
+def append_problem(path: Path | None = None, inputs=()) -> str | None:
     """Why an entry could not be appended to the history (checked before a run, creating nothing), or None."""
     path = Path(path or HISTORY)
+    misplaced = place_problem(path, inputs)
+    if misplaced:
+        return misplaced
     try:
         if path.exists():
             if not path.is_file():

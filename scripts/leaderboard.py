@@ -28,6 +28,14 @@ LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}  # where the server's own
 # The deadline the server gave when last asked (GET /leaderboards); said where the server cannot be asked.
 LAST_KNOWN_DEADLINE = {"causal_conv1d": "2026-03-15 01:00 UTC"}
 RUNNER_MODULES = {"task", "torch", "triton", "numpy", "helion"}
+# Modules the runner has that a submission still may not import, each with why (shared/PROTOCOL.md: the
+# harness's files are written beside the submission; fla and Dao-AILab's causal-conv1d are in the image).
+NOT_ITS_OWN = {
+    **dict.fromkeys(("reference", "utils", "eval"), "the harness's own files, written beside the submission on the"
+                    " runner: a kernel that calls them is judged by the code it is judged against"),
+    **dict.fromkeys(("fla", "causal_conv1d"), "others' kernels, installed on the runner: the leaderboard asks for"
+                    " the submission's own work"),
+}
 MODES = harness.MODES
 MAX_BYTES = 1_000_000  # the server rejects larger files
 FORBIDDEN = "stream"  # the server rejects any file containing it, in any case, comments and strings included
@@ -160,6 +168,17 @@ def foreign_imports(text: str) -> list[str]:
             if root not in RUNNER_MODULES and root not in sys.stdlib_module_names and root not in foreign:
                 foreign.append(root)
     return foreign
+
+
+def import_reasons(foreign: list[str]) -> str:
+    """The refused modules grouped by why, as one clause: 'reference, utils (why); mylib, which the runner
+    does not have'."""
+    reasons = {}
+    for name in foreign:
+        reasons.setdefault(NOT_ITS_OWN.get(name, "which the runner does not have: only the submission file travels"),
+                           []).append(name)
+    return "; ".join(f"{', '.join(names)}, {why}" if why.startswith("which") else f"{', '.join(names)} ({why})"
+                     for why, names in reasons.items())
 
 
 # KernelGuard (0.3.1) flags pointer and id() keys and output caches itself; what it does not flag is a
@@ -338,9 +357,8 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, p
     except SyntaxError as error:
         raise PreflightError(f"{path.name} does not parse: {error}") from None
     if foreign:
-        raise PreflightError(f"{path.name} imports {', '.join(foreign)}, which the runner does not have: "
-                             "only the submission file travels, so it may import task, torch, triton, numpy, "
-                             "helion and the standard library")
+        raise PreflightError(f"{path.name} imports {import_reasons(foreign)}; a submission may import task, torch,"
+                             " triton, numpy, helion and the standard library")
     echo("preflight: KernelGuard, the server's hack detector (kernelguard --api-mode)")
     verdict = kernelguard(text)
     if verdict is None:

@@ -93,7 +93,7 @@ def _check(launch, out, reference, pristine, data) -> str:
     except harness.CaseFailure as failure:
         return str(failure)
     except Exception as error:  # a config that does not build or launch
-        return f"{type(error).__name__}: {error}"
+        return harness.named(error)
     return ""
 
 

@@ -59,7 +59,7 @@ def apply_safely(path, new_text: str, check) -> tuple[bool, str]:
     try:
         ok, message = check(path)
     except Exception as error:
-        message = f"{type(error).__name__}: {error}"
+        message = harness.named(error)
     finally:  # a signal during the check too: the file is never left holding an unchecked rewrite
         if not ok:
             path.write_text(old_text)

@@ -335,17 +335,22 @@ def test_json_onto_task_yml_is_refused_and_it_is_kept(task_copy, command):
     assert (task_copy / "task.yml").read_bytes() == before
 
 
+def track_notes(folder: Path) -> None:
+    """folder made a repository of its own whose one tracked file is NOTES.md."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    (folder / "NOTES.md").write_text("tracked\n")
+    subprocess.run([*git, "init", "-q"], cwd=folder, check=True)
+    subprocess.run([*git, "add", "NOTES.md"], cwd=folder, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=folder, check=True)
+
+
 @pytest.mark.parametrize("command", [["scripts/cli.py", "test"], ["eval.py", "test"]])
 @pytest.mark.parametrize("target", ["a tracked file", "a tracked file deleted from the tree", "git's own folder",
                                     "git's own folder through a link"])
 def test_json_onto_a_file_git_tracks_or_into_git_is_refused(task_copy, command, target):
     """A local run never changes tracked files: --json README.md used to replace it, --json .git/HEAD broke the
     repository. The copy is made a repository of its own, so a failure spoils nothing here."""
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
-    (task_copy / "NOTES.md").write_text("tracked\n")
-    subprocess.run([*git, "init", "-q"], cwd=task_copy, check=True)
-    subprocess.run([*git, "add", "NOTES.md"], cwd=task_copy, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "one"], cwd=task_copy, check=True)
+    track_notes(task_copy)
     named = {"a tracked file": task_copy / "NOTES.md", "a tracked file deleted from the tree": task_copy / "NOTES.md",
              "git's own folder": task_copy / ".git" / "HEAD",
              "git's own folder through a link": task_copy / "g" / "HEAD"}[target]
@@ -699,3 +704,127 @@ def test_runner_mode_refuses_the_local_options_it_would_ignore(tmp_path, flag):
         proc = run_eval(["test", str(tests), *flag], {"POPCORN_FD": str(out.fileno())}, pass_fds=(out.fileno(),))
     assert proc.returncode == harness.USAGE and f"{flag[0]} apply to local runs only" in one_sentence(proc.stderr)
     assert results.read_text() == "" and not (tmp_path / "r.json").exists()
+
+
+# ----------------------------------------------------------------------------- the bad-input trial of 2026-12-08
+
+class FakesEquality(torch.Tensor):
+    """An output whose subtraction says it matches whatever it is compared with."""
+
+    def __sub__(self, other):
+        return torch.zeros_like(other)
+
+
+def test_a_tensor_subclass_output_fails_though_its_operators_would_pass_the_check():
+    """A zeros output of a subclass whose __sub__ returns zeros passed every case, as it passes the runner's."""
+    def kernel(data):
+        return torch.zeros(data[0].shape).as_subclass(FakesEquality)
+
+    with pytest.raises(harness.CaseFailure, match="a subclass of torch.Tensor"):
+        harness.run_case("test", {"B": 1, "D": 4, "S": 16, "W": 4, "seed": 3}, kernel, reference)
+
+
+SWAPS = {  # when and what a submission replaces, so that a zeros output passes the check
+    "reference.check_implementation at import": (
+        "import reference\nreference.check_implementation = lambda data, output: (True, '')\n", "",
+        "reference.check_implementation"),
+    "utils.verbose_allclose at import": (
+        "import utils\nutils.verbose_allclose = lambda *args, **kwargs: []\n", "", "utils.verbose_allclose"),
+    "the harness's check_output inside custom_kernel": (
+        "import sys\n", "    for module in list(sys.modules.values()):\n"
+        "        if hasattr(module, 'check_output') and hasattr(module, 'run_case'):\n"
+        "            module.check_output = lambda *args, **kwargs: None\n", "eval.check_output"),
+}
+
+
+@pytest.mark.parametrize("swap", list(SWAPS))
+def test_a_submission_that_replaces_the_check_fails_every_case_naming_what_it_replaced(tmp_path, swap):
+    """Each of these passed `eval.py test` with exit 0 (and judge): the worker checks with the functions it
+    held before the import, and after each case."""
+    top, inside, named = SWAPS[swap]
+    sub = tmp_path / "swap.py"
+    sub.write_text(f"import torch\n{top}\n\ndef custom_kernel(data):\n{inside}    return torch.zeros_like(data[0])\n")
+    tests_file = tmp_path / "two.txt"
+    tests_file.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\nB: 1; D: 4; S: 32; W: 4; seed: 2\n")
+    proc = run_eval(["test", str(tests_file), "--submission", str(sub)], {"TRITON_INTERPRET": "1"})
+    assert proc.returncode == 1 and "[pass]" not in proc.stdout, proc.stdout + proc.stderr
+    assert f"the submission replaced {named}, which this harness checks cases with" in proc.stdout
+
+
+@pytest.mark.parametrize("fd", ["2147483648", "9" * 22])
+def test_popcorn_fd_too_large_for_a_descriptor_is_one_sentence(tmp_path, fd):
+    """fcntl's OverflowError used to end eval.py in a traceback."""
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    proc = run_eval(["test", str(tests)], {"POPCORN_FD": fd})
+    assert proc.returncode == harness.USAGE and "does not name an open file descriptor" in one_sentence(proc.stderr)
+
+
+@pytest.mark.parametrize("seed", ["-3", str(2 ** 32)])
+def test_a_secret_seed_numpy_refuses_is_one_sentence_before_any_case(tmp_path, seed):
+    """numpy's seed range: the worker crashed on every case, which read as the kernel's crash."""
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    results = tmp_path / "results.txt"
+    with open(results, "w") as out:
+        proc = run_eval(["test", str(tests)], {"POPCORN_FD": str(out.fileno()), "POPCORN_SEED": seed},
+                        pass_fds=(out.fileno(),))
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == harness.BAD_TESTS_FILE and "POPCORN_SEED must be 0 to 4294967295" in sentence
+    assert results.read_text() == ""
+
+
+def test_a_task_yml_nested_too_deeply_is_one_sentence(tmp_path):
+    """yaml's RecursionError used to be a traceback from every command that reads task.yml."""
+    (tmp_path / "task.yml").write_text("tests: " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(harness.TaskError, match="nests too deeply to read"):
+        harness.load_task(tmp_path)
+
+
+@pytest.mark.parametrize("target", ["the submission", "a tracked file", "another .py", "git's own folder"])
+def test_a_history_that_names_a_file_no_run_may_write_is_refused_and_the_file_kept(task_copy, target):
+    """WORKSPACE_HISTORY=README.md appended a JSON line to a tracked file; naming the submission judged it and
+    then broke it. The copy is a repository of its own, so a failure spoils nothing here."""
+    track_notes(task_copy)
+    sub = candidate(task_copy)
+    (task_copy / "other.py").write_text("x = 1\n")
+    named = {"the submission": sub, "a tracked file": task_copy / "NOTES.md", "another .py": task_copy / "other.py",
+             "git's own folder": task_copy / ".git" / "h.jsonl"}[target]
+    before = named.read_bytes() if named.exists() else None
+    proc = subprocess.run([sys.executable, "scripts/cli.py", "judge", str(sub)], cwd=task_copy, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "WORKSPACE_HISTORY": str(named)})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and "point WORKSPACE_HISTORY at a file of its own" in sentence
+    assert "nothing was run" in sentence and (named.read_bytes() if named.exists() else None) == before
+
+
+def test_every_history_writer_refuses_a_file_no_run_may_write(tmp_path):
+    """The writers no run's check comes before (submit's record, compare's, estimate's) append through
+    history.locked, which refuses the same files."""
+    named = tmp_path / "kernel.py"
+    named.write_text("x = 1\n")
+    with pytest.raises(history.HistoryError, match="names a Python file.*nothing was written"):
+        history.append_entry({"time": "2026-12-08T00:00:00Z", "gpu": "H200", "outcome": "pass"}, named)
+    assert named.read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize("error,said", [(KeyboardInterrupt(), "custom_kernel raised KeyboardInterrupt"),
+                                        (ValueError("no"), "custom_kernel raised ValueError: no")])
+def test_a_kernel_error_without_a_message_is_named_without_a_dangling_colon(error, said):
+    def kernel(data):
+        raise error
+
+    with pytest.raises(harness.CaseFailure) as failure:
+        harness.run_case("test", {"B": 1, "D": 4, "S": 16, "W": 4, "seed": 3}, kernel, reference)
+    assert str(failure.value) == said
+
+
+def test_a_helion_file_runs_under_its_own_interpreter_though_tritons_is_set(tmp_path):
+    """With TRITON_INTERPRET=1 exported, every case of a Helion file failed as the kernel's own
+    IncompatibleInterpretModes: eval.py now sets the one interpreter the file needs and clears the other."""
+    pytest.importorskip("helion")
+    tests = tmp_path / "tests.txt"
+    tests.write_text("B: 1; D: 4; S: 16; W: 4; seed: 1\n")
+    proc = run_eval(["test", str(tests), "--submission", str(ROOT / "submissions" / "submission_helion.py")],
+                    {"TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0 and "== test: pass" in proc.stdout, proc.stdout + proc.stderr

@@ -53,16 +53,19 @@ def test_preflight_refuses_bad_directives(tmp_path, text, message):
         leaderboard.preflight(path, None, None, ok_suite, ROOT, need_popcorn=False)
 
 
-@pytest.mark.parametrize("line,module", [
-    ("from scripts import tune", "scripts"),
-    ("import reference", "reference"),
-    ("import cupy as cp", "cupy"),
-    ("from . import helper", "."),
+@pytest.mark.parametrize("line,module,why", [
+    ("from scripts import tune", "scripts", "which the runner does not have"),
+    ("import cupy as cp", "cupy", "which the runner does not have"),
+    ("from . import helper", ".", "which the runner does not have"),
+    ("import reference", "reference", "the harness's own files, written beside the submission"),
+    ("from utils import set_seed", "utils", "the harness's own files, written beside the submission"),
+    ("from fla.ops import causal_conv1d", "fla", "others' kernels, installed on the runner"),
 ])
-def test_preflight_refuses_imports_the_runner_lacks(tmp_path, line, module):
+def test_preflight_refuses_imports_saying_why_each_is_refused(tmp_path, line, module, why):
+    """reference and utils used to be refused as modules 'the runner does not have', which it does have."""
     path = tmp_path / "s.py"
     path.write_text(DIRECTIVES + line + "\n" + GOOD_BODY)
-    with pytest.raises(leaderboard.PreflightError, match=f"imports {module}(,|\\s)"):
+    with pytest.raises(leaderboard.PreflightError, match=f"imports {re.escape(module)}(,| \\(|\\s).*{why}"):
         leaderboard.preflight(path, None, None, ok_suite, ROOT, need_popcorn=False)
 
 

@@ -131,6 +131,15 @@ def test_a_ranked_run_asks_first_and_dry_run_sends_nothing(fake_popcorn):
     assert not record.exists() and not Path(env["WORKSPACE_HISTORY"]).exists()
 
 
+def test_a_dry_run_without_popcorn_says_a_real_submit_would_stop_there(fake_popcorn):
+    """It used to print the command for a popcorn-cli that was not there, and no more."""
+    env, record, tmp = fake_popcorn
+    env["POPCORN_BIN"] = str(tmp / "nowhere")
+    proc = run_cli(["submit", str(candidate(tmp)), "--dry-run"], env)
+    assert proc.returncode == 0 and "popcorn-cli submit --no-tui" in proc.stdout, proc.stdout + proc.stderr
+    assert f"warning: a real submit would stop at its first step: POPCORN_BIN={tmp / 'nowhere'}" in proc.stdout
+
+
 def test_a_failed_job_is_recorded_failed_and_exits_non_zero(fake_popcorn):
     env, record, tmp = fake_popcorn
     env.update(FAKE_OUTPUT=str(SAMPLES / "popcorn_1_3_failure.txt"), FAKE_EXIT="1")
