@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import eval as harness
-from scripts import ROOT
+from scripts import ROOT, remote
 from scripts.times import NOT_A_TIME, time_us, utc_time
 
 RESULTS = ROOT / "results"
@@ -320,6 +320,10 @@ def problem(entry) -> str | None:
             return f"{key} is {type(value).__name__} {harness.shown(value)}"
     if utc_time(entry["time"]) is None:
         return f"time {harness.shown(entry['time'])} is not an ISO date in the years 1-9999"
+    if not entry["gpu"].strip():
+        return "gpu is empty"
+    if entry.get("submission_id") is not None and remote.decimal_id(entry["submission_id"]) is None:
+        return f"submission_id is {harness.shown(entry['submission_id'])}, not an id (0 to 2^63 - 1)"
     if not isinstance(entry.get("timed_cases", []), list):
         return f"timed_cases is {type(entry['timed_cases']).__name__}"
     geomean = entry.get("geomean_us")

@@ -828,3 +828,13 @@ def test_a_helion_file_runs_under_its_own_interpreter_though_tritons_is_set(tmp_
     proc = run_eval(["test", str(tests), "--submission", str(ROOT / "submissions" / "submission_helion.py")],
                     {"TRITON_INTERPRET": "1"})
     assert proc.returncode == 0 and "== test: pass" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("field,value,said", [("submission_id", -5, "submission_id is -5, not an id"),
+                                              ("submission_id", 10 ** 30, "not an id (0 to 2^63 - 1)"),
+                                              ("gpu", "", "gpu is empty")])
+def test_a_history_entry_with_an_id_no_server_gives_or_no_gpu_is_skipped(field, value, said):
+    """These were shown: an id of -5, and an entry of GPU '' that took the best mark as '13.10 ()'."""
+    entry = {"time": "2026-12-08T00:00:00+00:00", "gpu": "NVIDIA H200", "outcome": "pass", "geomean_us": 13.1}
+    assert history.problem(entry) is None
+    assert said in history.problem({**entry, field: value})
