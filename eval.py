@@ -219,9 +219,10 @@ def written_over(path: Path, named) -> str | None:
             return f"is {given}, {what}"
     if path.suffix == ".py":
         return "names a Python file"
-    if ".git" in (path.parent.resolve() / path.name).parts:
+    target = path.resolve()  # through links, to the file a write would change
+    if ".git" in target.parts:
         return "is inside git's own folder"
-    if path.parent.is_dir() and tracked_by_git(path):
+    if target.parent.is_dir() and tracked_by_git(target):
         return "is a file git tracks, and a local run never changes tracked files"
     return None
 
@@ -831,18 +832,19 @@ def interpreter_env(source: str) -> dict:
     return {"HELION_INTERPRET": "1"} if uses_helion else {"TRITON_INTERPRET": "1"}
 
 
-def harness_functions(modules: dict) -> dict:
-    """Every function and class of the modules that check a case (label -> module), by where it lives: the
-    check calls them by these names, so a submission that swaps one (reference.check_implementation for one
-    that always passes) would judge itself."""
-    return {(label, name): value for label, module in modules.items() for name, value in vars(module).items()
-            if callable(value) and not isinstance(value, types.ModuleType)}
+def harness_functions(namespaces: dict) -> dict:
+    """Every function and class in the namespaces that check a case (label -> the module's own dict, which its
+    code looks names up in), with the code each function runs: the check calls them by these names, so a
+    submission that swaps one (reference.check_implementation for one that always passes), or its code,
+    would judge itself."""
+    return {(label, name): (value, getattr(value, "__code__", None)) for label, names in namespaces.items()
+            for name, value in names.items() if callable(value) and not isinstance(value, types.ModuleType)}
 
 
-def replaced_functions(held: dict, modules: dict) -> str | None:
-    """The held functions the submission replaced since, as one phrase, or None."""
-    swapped = [f"{label}.{name}" for (label, name), value in held.items()
-               if getattr(modules[label], name, None) is not value]
+def replaced_functions(held: dict, namespaces: dict) -> str | None:
+    """The held functions the submission replaced since (or whose code it replaced), as one phrase, or None."""
+    swapped = [f"{label}.{name}" for (label, name), (value, code) in held.items()
+               if namespaces[label].get(name) is not value or getattr(value, "__code__", None) is not code]
     return ", ".join(swapped) or None
 
 
@@ -866,14 +868,17 @@ def _worker_main(conn, submission: str, secret):
     import reference
     import utils
 
-    checkers = {"reference": reference, "utils": utils, "eval": sys.modules[__name__]}
+    # globals(), not sys.modules: a worker spawned from `python eval.py` also holds a copy of this file as
+    # __mp_main__, whose names its code never reads
+    checkers = {"reference": vars(reference), "utils": vars(utils), "eval": globals()}
     held = harness_functions(checkers)
+    replaced = replaced_functions  # held here, so that replacing the name does not switch the check off
     try:
         module = load_submission(Path(submission))
     except BaseException as error:
         conn.send(("import-failed", f"could not import the submission: {named(error)}"))
         return
-    swapped = replaced_functions(held, checkers)
+    swapped = replaced(held, checkers)
     if swapped:
         conn.send(("import-failed", TAMPERED.format(names=swapped)))
         return
@@ -889,14 +894,14 @@ def _worker_main(conn, submission: str, secret):
         if request is None:
             return
         mode, args, measure_torch_copy, rep_ms = request
-        held[("utils", "set_seed")](secret if secret is not None else 42)
+        held[("utils", "set_seed")][0](secret if secret is not None else 42)
         try:
             outcome = run_case(mode, args, module.custom_kernel, reference, measure_torch_copy, rep_ms)
         except CaseFailure as failure:
             outcome = Outcome(ok=False, error=str(failure), detail=failure.detail)
         except BaseException as error:  # a BaseException the submission raised is this case's failure, named
             outcome = Outcome(ok=False, error=named(error))
-        swapped = replaced_functions(held, checkers)  # a swap made inside custom_kernel judged this case
+        swapped = replaced(held, checkers)  # a swap made inside custom_kernel judged this case
         if swapped:
             outcome = Outcome(ok=False, error=TAMPERED.format(names=swapped))
         try:

@@ -251,6 +251,7 @@ def bench(file, tests_file, json_out, timeout):
 def compare(file, variants, shapes, rounds, rep_ms, no_reference, out_dir):
     """Time FILE beside the copies of x, the reference, torch.compile, the peers installed (Dao-AILab's
     causal-conv1d, flash-linear-attention's kernels) and the variants."""
+    check_writable(None, (file, *variants), keeps_history=True)
     require_gpu("compare")
     from scripts import compare as cmp
 
@@ -543,6 +544,9 @@ def submit(file, mode, gpu, board, yes, dry_run):
                                         echo=click.echo, ask_server=leaderboard.ask_board)
     except leaderboard.PreflightError as error:
         raise click.ClickException(f"preflight refused {file.name}: {error}") from None
+    unrecordable = history.append_problem(inputs=(file,))  # the server's answer must have a history to go to
+    if unrecordable:
+        raise click.ClickException(f"{unrecordable}; nothing was submitted")
     for note in checked["notes"]:
         click.echo(f"note: {note}")
     for warning in checked["warnings"]:

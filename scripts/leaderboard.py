@@ -3,7 +3,7 @@
 The preflight judges a file as the KernelBot server and runner would, cheapest checks first and
 before any test runs (popcorn-cli v1.3.23, 2026-06, and kernelbot, 2026-07): popcorn-cli on PATH, the board's deadline as the server
 states it, the server's rules on the file (name, size, UTF-8, the directives of the first comment
-block, the forbidden substring), the imports the runner has, KernelGuard (the server's hack
+block, the forbidden substring), the imports a submission may make, KernelGuard (the server's hack
 detector), the runner's `python3 submission.py` step in a scratch folder, then the local tests.
 """
 import ast
@@ -28,14 +28,16 @@ LEADERBOARD_GPUS = {"causal_conv1d": ("B200_Nebius",)}  # where the server's own
 # The deadline the server gave when last asked (GET /leaderboards); said where the server cannot be asked.
 LAST_KNOWN_DEADLINE = {"causal_conv1d": "2026-03-15 01:00 UTC"}
 RUNNER_MODULES = {"task", "torch", "triton", "numpy", "helion"}
-# Modules the runner has that a submission still may not import, each with why (shared/PROTOCOL.md: the
-# harness's files are written beside the submission; fla and Dao-AILab's causal-conv1d are in the image).
+# Modules the runner has that a submission still may not import, each with why (the project's
+# shared/PROTOCOL.md, "The runner's image": the harness's files are written beside the submission; helion,
+# flash-linear-attention and Dao-AILab's causal-conv1d are installed), as the words after the module names.
 NOT_ITS_OWN = {
-    **dict.fromkeys(("reference", "utils", "eval"), "the harness's own files, written beside the submission on the"
-                    " runner: a kernel that calls them is judged by the code it is judged against"),
-    **dict.fromkeys(("fla", "causal_conv1d"), "others' kernels, installed on the runner: the leaderboard asks for"
-                    " the submission's own work"),
+    **dict.fromkeys(("reference", "utils", "eval"), " (the harness's own files, written beside the submission on"
+                    " the runner: a kernel that calls them is judged by the code it is judged against)"),
+    **dict.fromkeys(("fla", "causal_conv1d"), " (others' kernels, installed on the runner: the leaderboard asks"
+                    " for the submission's own work)"),
 }
+ABSENT = ", which the runner does not have: only the submission file travels"
 MODES = harness.MODES
 MAX_BYTES = 1_000_000  # the server rejects larger files
 FORBIDDEN = "stream"  # the server rejects any file containing it, in any case, comments and strings included
@@ -172,13 +174,11 @@ def foreign_imports(text: str) -> list[str]:
 
 def import_reasons(foreign: list[str]) -> str:
     """The refused modules grouped by why, as one clause: 'reference, utils (why); mylib, which the runner
-    does not have'."""
+    does not have: ...'."""
     reasons = {}
     for name in foreign:
-        reasons.setdefault(NOT_ITS_OWN.get(name, "which the runner does not have: only the submission file travels"),
-                           []).append(name)
-    return "; ".join(f"{', '.join(names)}, {why}" if why.startswith("which") else f"{', '.join(names)} ({why})"
-                     for why, names in reasons.items())
+        reasons.setdefault(NOT_ITS_OWN.get(name, ABSENT), []).append(name)
+    return "; ".join(f"{', '.join(names)}{why}" for why, names in reasons.items())
 
 
 # KernelGuard (0.3.1) flags pointer and id() keys and output caches itself; what it does not flag is a
@@ -351,7 +351,7 @@ def preflight(path: Path, leaderboard: str | None, gpu: str | None, run_tests, p
     bad = forbidden_lines(text)
     if bad:
         raise PreflightError(f"{path.name} contains '{FORBIDDEN}', which the server rejects: " + "; ".join(bad))
-    echo("preflight: imports the runner has")
+    echo("preflight: imports a submission may make (task, torch, triton, numpy, helion, the standard library)")
     try:
         foreign = foreign_imports(text)
     except SyntaxError as error:
@@ -462,7 +462,7 @@ def merge_answer(entries: list[dict], saved: Path) -> int:
     try:
         return history.merge_remote(entries)
     except history.HistoryError as error:
-        raise history.HistoryError(f"{error} popcorn's answer is saved in {saved}; nothing was recorded") from None
+        raise history.HistoryError(f"{error}; popcorn's answer is saved in {saved}; nothing was recorded") from None
 
 
 def run_saving(command: list[str], raw_log: Path, echo=None, merge: bool = True) -> tuple[int, bytes, bytes]:

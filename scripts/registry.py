@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+import eval as harness
 from scripts import ROOT, SUBMISSION
 
 SEAM_REQUIRES = {"custom_kernel": "custom_kernel(data) -> output: the task's function, all the runner calls"}
@@ -115,7 +116,7 @@ def load_kernel_file(path: Path, module_name: str):
     except _EndedWhileImporting as stop:
         raise ValueError(f"{Path(path).name} did not load: it called {stop} while importing") from None
     except Exception as error:
-        raise ValueError(f"{Path(path).name} did not load: {type(error).__name__}: {error}") from None
+        raise ValueError(f"{Path(path).name} did not load: {harness.named(error)}") from None
     missing = [name for name in SEAM_REQUIRES if not callable(getattr(module, name, None))]
     if missing:
         raise ValueError(f"{path} defines no {', '.join(missing)}")

@@ -730,17 +730,22 @@ SWAPS = {  # when and what a submission replaces, so that a zeros output passes 
         "reference.check_implementation"),
     "utils.verbose_allclose at import": (
         "import utils\nutils.verbose_allclose = lambda *args, **kwargs: []\n", "", "utils.verbose_allclose"),
-    "the harness's check_output inside custom_kernel": (
+    "the harness's check_output inside custom_kernel": (  # in the names the worker's code reads, which a
+        # worker spawned from `python eval.py` keeps apart from its __mp_main__ copy of the file
         "import sys\n", "    for module in list(sys.modules.values()):\n"
-        "        if hasattr(module, 'check_output') and hasattr(module, 'run_case'):\n"
-        "            module.check_output = lambda *args, **kwargs: None\n", "eval.check_output"),
+        "        if hasattr(module, '_worker_main'):\n"
+        "            module._worker_main.__globals__['check_output'] = lambda *args, **kwargs: None\n",
+        "eval.check_output"),
+    "the code of reference.ref_kernel at import": (
+        "import reference\nreference.ref_kernel.__code__ = (lambda data: __import__('torch').zeros_like(data[0])).__code__\n",
+        "", "reference.ref_kernel"),
 }
 
 
 @pytest.mark.parametrize("swap", list(SWAPS))
 def test_a_submission_that_replaces_the_check_fails_every_case_naming_what_it_replaced(tmp_path, swap):
-    """Each of these passed `eval.py test` with exit 0 (and judge): the worker checks with the functions it
-    held before the import, and after each case."""
+    """Each of these passed `eval.py test` with exit 0 (and judge): the worker checks, after the import and
+    after each case, that the functions it held before the import are still in place with their code."""
     top, inside, named = SWAPS[swap]
     sub = tmp_path / "swap.py"
     sub.write_text(f"import torch\n{top}\n\ndef custom_kernel(data):\n{inside}    return torch.zeros_like(data[0])\n")
@@ -796,6 +801,14 @@ def test_a_history_that_names_a_file_no_run_may_write_is_refused_and_the_file_ke
     sentence = one_sentence(proc.stderr)
     assert proc.returncode == 1 and "point WORKSPACE_HISTORY at a file of its own" in sentence
     assert "nothing was run" in sentence and (named.read_bytes() if named.exists() else None) == before
+
+
+def test_compare_with_a_history_no_run_may_write_is_refused_before_it_times(tmp_path):
+    """compare used to time every round and then fail on recording them."""
+    sub = candidate(tmp_path)
+    proc = run_cli(["compare", str(sub)], {"WORKSPACE_HISTORY": str(sub)})
+    sentence = one_sentence(proc.stderr)
+    assert proc.returncode == 1 and "which this run reads" in sentence and "nothing was run" in sentence
 
 
 def test_every_history_writer_refuses_a_file_no_run_may_write(tmp_path):

@@ -275,3 +275,13 @@ def test_the_best_mark_goes_to_submissions_never_to_a_baseline(tmp_path):
     assert history.best_per_gpu(entries) == {"NVIDIA H200": 2, "B200_Nebius": 3}  # a variant named triton_* is no baseline, nor a submission
     table = history.by_file(entries).splitlines()
     assert len(table) == 2 and "13.00 (NVIDIA H200)" in table[1] and "10.02" in table[1] and "10.10" in table[1]
+
+
+def test_submit_with_a_history_no_run_may_write_sends_nothing(fake_popcorn):
+    """submit used to spend the remote run and only then find it could not record the answer."""
+    env, record, tmp = fake_popcorn
+    env["FAKE_OUTPUT"] = str(SAMPLES / "popcorn_1_3_success.txt")
+    env["WORKSPACE_HISTORY"] = str(tmp / "history.py")
+    proc = run_cli(["submit", str(candidate(tmp))], env)
+    assert proc.returncode == 1 and "names a Python file" in proc.stderr and "nothing was submitted" in proc.stderr
+    assert not record.exists() and not (tmp / "history.py").exists()
