@@ -210,10 +210,10 @@ def interrupted_of(stop: KeyboardInterrupt) -> Interrupted:
 
 
 def written_over(path: Path, named) -> str | None:
-    """What path is that no run writes over, as the rest of a sentence about it, or None: one of the named
-    (file, what it is) pairs, whether or not either exists yet, a Python file, a file in git's own folder or
-    one git tracks, since a local run never changes tracked files."""
-    for given, what in named:
+    """What path is that no run writes over, as the rest of a sentence about it, or None: task.yml or one of the
+    named (file, what it is) pairs, whether or not either exists yet, a Python file, a file in git's own folder
+    or one git tracks, since a local run never changes tracked files."""
+    for given, what in [*named, (HERE / "task.yml", "the task's contract")]:
         same_file = path.exists() and Path(given).exists() and os.path.samefile(path, given)
         if path.resolve() == Path(given).resolve() or same_file:
             return f"is {given}, {what}"
@@ -231,14 +231,13 @@ def output_problem(path: Path, flag: str = "--json", inputs=(), history: Path = 
     """Why a report cannot be written whole to path (checked before a run starts), or None. The report
     goes to a temporary file beside it, then is renamed, so its folder must take a new file and the
     path, where it exists, must be a regular file (a device or /proc file is refused, not replaced). It
-    must not be task.yml, the history, one of the inputs given (the submission, the tests file) or any
-    other file written_over names: the rename would put the report in its place."""
+    must not be the history, one of the inputs given (the submission, the tests file) or any other file
+    written_over names: the rename would put the report in its place."""
     path = Path(path)
     if path.is_dir():
         return f"{flag} {path} is a folder; give a file name"
     named = [(given, "which this run reads or writes") for given in inputs if given is not None]
-    named += [(HERE / "task.yml", "the task's contract"), (history, "the workspace's history of runs")]
-    clash = written_over(path, named)
+    clash = written_over(path, [*named, (history, "the workspace's history of runs")])
     if clash:
         return f"{flag} {path} {clash}; give the report another name"
     if not path.parent.is_dir():

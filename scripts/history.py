@@ -271,10 +271,9 @@ def _append_line(fd: int, entry: dict) -> None:
 
 def place_problem(path: Path, inputs=()) -> str | None:
     """Why path cannot hold the history however writable it is: entries are JSON lines appended to it, so it
-    must not be task.yml, one of the run's inputs (the submission, the tests file) or any other file
-    eval.py's written_over names."""
-    named = [(given, "which this run reads") for given in inputs if given is not None]
-    clash = harness.written_over(path, named + [(harness.HERE / "task.yml", "the task's contract")])
+    must not be one of the run's inputs (the submission, the tests file) or any other file eval.py's
+    written_over names."""
+    clash = harness.written_over(path, [(given, "which this run reads") for given in inputs if given is not None])
     return clash and f"the history {path} {clash}; point WORKSPACE_HISTORY at a file of its own"
 
 
